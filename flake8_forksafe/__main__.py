@@ -1,0 +1,3 @@
+from flake8_forksafe.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1107 @@
+"""The one shared analysis of a module that every rule reads.
+
+One libcst walk collects imports, classes, functions, calls, assignments to ``self`` and lambdas with
+their enclosing scopes; everything else (dataset-like classes, parent-side and worker-side code,
+DataLoader calls and their ``num_workers``, the ``__main__`` guard) is derived from that index on
+first use and cached. No scope or qualified-name metadata providers: import resolution here is a
+dictionary lookup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
+
+import libcst as cst
+import libcst.matchers as m
+
+from flake8_forksafe.knowledge import Knowledge
+
+FuncNode = Union[cst.FunctionDef, cst.Lambda]
+
+PARENT_ROOTS = ("__init__", "__len__")
+WORKER_ROOTS = ("__getitem__", "__getitems__", "__iter__", "__next__")
+
+
+# --------------------------------------------------------------------------------------------------
+# small expression helpers
+
+
+def dotted(node: cst.BaseExpression) -> Optional[str]:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: List[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def string_value(node: Optional[cst.BaseExpression]) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        try:
+            v = node.evaluated_value
+        except Exception:  # pragma: no cover - libcst only raises on odd prefixes
+            return None
+        return v if isinstance(v, str) else None
+    return None
+
+
+def int_value(node: Optional[cst.BaseExpression]) -> Optional[int]:
+    if isinstance(node, cst.Integer):
+        try:
+            return int(node.value.replace("_", ""), 0)
+        except ValueError:
+            return None
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        v = int_value(node.expression)
+        return -v if v is not None else None
+    return None
+
+
+def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def has_star_kwargs(call: cst.Call) -> bool:
+    return any(arg.star == "**" for arg in call.args)
+
+
+def positional(call: cst.Call) -> List[cst.Arg]:
+    out = []
+    for arg in call.args:
+        if arg.keyword is not None or arg.star == "**":
+            break
+        if arg.star == "*":
+            break
+        out.append(arg)
+    return out
+
+
+def self_attr(node: cst.BaseExpression, self_name: str = "self") -> Optional[str]:
+    """``attr`` for ``self.attr``."""
+    if (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == self_name
+    ):
+        return node.attr.value
+    return None
+
+
+def chain_root(node: cst.BaseExpression) -> cst.BaseExpression:
+    """The innermost receiver of ``a.b(...)[k].c``."""
+    while True:
+        if isinstance(node, cst.Attribute):
+            node = node.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Call):
+            node = node.func
+        else:
+            return node
+
+
+def attrs_tested(test: cst.BaseExpression, self_name: str) -> Set[str]:
+    """Attributes a condition checks for presence: ``self.x is None``, ``not self.x``,
+    ``hasattr(self, "x")``, ``getattr(self, "x", None) is None`` (any polarity, inside and/or)."""
+    out: Set[str] = set()
+    stack = [test]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, cst.BooleanOperation):
+            stack += [t.left, t.right]
+        elif isinstance(t, cst.UnaryOperation):
+            stack.append(t.expression)
+        elif isinstance(t, cst.Comparison):
+            stack.append(t.left)
+            stack += [c.comparator for c in t.comparisons]
+        elif isinstance(t, cst.Attribute):
+            a = self_attr(t, self_name)
+            if a:
+                out.add(a)
+        elif isinstance(t, cst.Call) and isinstance(t.func, cst.Name) and t.func.value in ("hasattr", "getattr"):
+            if len(t.args) >= 2 and isinstance(t.args[0].value, cst.Name) and t.args[0].value.value == self_name:
+                name = string_value(t.args[1].value)
+                if name:
+                    out.add(name)
+    return out
+
+
+def is_main_guard(node: cst.CSTNode) -> bool:
+    if not isinstance(node, cst.If):
+        return False
+    test = node.test
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    comp = test.comparisons[0]
+    if not isinstance(comp.operator, cst.Equal):
+        return False
+    left, right = test.left, comp.comparator
+    pair = {dotted(left) or string_value(left), dotted(right) or string_value(right)}
+    return pair == {"__name__", "__main__"}
+
+
+# --------------------------------------------------------------------------------------------------
+# the index
+
+
+@dataclass(eq=False)
+class CallSite:
+    node: cst.Call
+    qname: Optional[str]  # resolved callee, e.g. "lmdb.open", "torch.utils.data.DataLoader"
+    func: Optional["FuncInfo"]  # enclosing function (None at module level)
+    stmt: cst.CSTNode  # enclosing simple statement (or compound header)
+    top: Optional[cst.CSTNode]  # enclosing top-level statement of the module
+
+    @property
+    def last(self) -> Optional[str]:
+        f = self.node.func
+        if isinstance(f, cst.Attribute):
+            return f.attr.value
+        if isinstance(f, cst.Name):
+            return f.value
+        return None
+
+
+@dataclass(eq=False)
+class SelfAssign:
+    """``self.attr = value`` (also augmented / annotated), or a container mutation of ``self.attr``."""
+
+    attr: str
+    value: Optional[cst.BaseExpression]
+    stmt: cst.CSTNode
+    kind: str  # "assign", "container" (self.x.append(v), self.x[k] = v), "del"
+
+
+@dataclass(eq=False)
+class FuncInfo:
+    node: cst.FunctionDef
+    name: str
+    cls: Optional["ClassInfo"]
+    parent: Optional["FuncInfo"]
+    self_name: Optional[str] = None
+    calls: List[CallSite] = field(default_factory=list)
+    self_calls: Set[str] = field(default_factory=set)
+    self_reads: Set[str] = field(default_factory=set)
+    name_calls: Set[str] = field(default_factory=set)
+    self_assigns: List[SelfAssign] = field(default_factory=list)
+    local_assigns: Dict[str, List[cst.BaseExpression]] = field(default_factory=dict)
+    with_names: Set[str] = field(default_factory=set)  # names bound by `with ... as name`
+    closed: Set[str] = field(default_factory=set)  # `x.close()` / `self.x.close()` receivers
+    params: Tuple[str, ...] = ()
+    is_generator: bool = False
+    nested: List["FuncInfo"] = field(default_factory=list)
+    lambdas: List[cst.Lambda] = field(default_factory=list)
+    super_init: bool = False  # calls super().__init__
+    explicit_base_inits: Set[str] = field(default_factory=set)  # Base.__init__(self)
+    getpid: bool = False
+    tests: List[cst.BaseExpression] = field(default_factory=list)  # if / ternary conditions
+
+    @cached_property
+    def lazy_attrs(self) -> Set[str]:
+        """Attributes this function tests for being unset (``self.x is None``, ``hasattr``...)."""
+        out: Set[str] = set()
+        if self.self_name:
+            for t in self.tests:
+                out |= attrs_tested(t, self.self_name)
+        return out
+
+    @property
+    def is_method(self) -> bool:
+        return self.cls is not None and self.parent is None
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    node: cst.ClassDef
+    name: str
+    bases: List[cst.BaseExpression]
+    base_qnames: List[Optional[str]]
+    methods: Dict[str, FuncInfo] = field(default_factory=dict)
+    properties: Set[str] = field(default_factory=set)
+    in_function: Optional[FuncInfo] = None
+    defines_reduce: bool = False
+
+
+class _Indexer(cst.CSTVisitor):
+    def __init__(self, a: "Analysis") -> None:
+        self.a = a
+        self.func_stack: List[FuncInfo] = []
+        self.class_stack: List[Optional[ClassInfo]] = []
+        self.stmt_stack: List[cst.CSTNode] = []
+        self.top: Optional[cst.CSTNode] = None
+
+    # -- statements
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.SimpleStatementLine)):
+            if self.top is None and node in self.a.module_body_set:
+                self.top = node
+            self.stmt_stack.append(node)
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        super().on_leave(original_node)
+        if isinstance(
+            original_node, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.SimpleStatementLine)
+        ):
+            self.stmt_stack.pop()
+            if original_node is self.top:
+                self.top = None
+
+    @property
+    def func(self) -> Optional[FuncInfo]:
+        return self.func_stack[-1] if self.func_stack else None
+
+    # -- imports
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = dotted(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.a.aliases[alias.asname.name.value] = full
+                self.a.module_aliases.add(alias.asname.name.value)
+            else:
+                head = full.split(".")[0]
+                self.a.aliases.setdefault(head, head)
+                self.a.module_aliases.add(head)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        mod = dotted(node.module) if node.module is not None else ""
+        if node.relative:
+            mod = "." * len(node.relative) + (mod or "")
+        if isinstance(node.names, cst.ImportStar):
+            self.a.star_imports.append(mod or "")
+            return
+        for alias in node.names:
+            name = dotted(alias.name)
+            if name is None:
+                continue
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self.a.aliases[local] = f"{mod}.{name}" if mod else name
+
+    # -- definitions
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        bases = [arg.value for arg in node.bases if arg.keyword is None and not arg.star]
+        info = ClassInfo(
+            node=node,
+            name=node.name.value,
+            bases=bases,
+            base_qnames=[],  # resolved after the walk, once every import is known
+            in_function=self.func,
+        )
+        self.a.classes.append(info)
+        if self.func is None and not self.class_stack:
+            self.a.module_classes[info.name] = info
+        self.class_stack.append(info)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.class_stack.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        # a def directly in a class body is a method (a def's body pushes None on the class stack)
+        cls = self.class_stack[-1] if self.class_stack else None
+        parent = self.func
+        info = FuncInfo(node=node, name=node.name.value, cls=cls, parent=parent)
+        params = [p.name.value for p in node.params.posonly_params] + [p.name.value for p in node.params.params]
+        info.params = tuple(params) + tuple(p.name.value for p in node.params.kwonly_params)
+        if cls is not None:
+            deco = {dotted(d.decorator) for d in node.decorators if not isinstance(d.decorator, cst.Call)}
+            if params and not deco & {"staticmethod", "classmethod"}:
+                info.self_name = params[0]
+            if deco & {"property", "functools.cached_property", "cached_property"}:
+                cls.properties.add(info.name)
+            cls.methods[info.name] = info
+            if info.name in ("__reduce__", "__reduce_ex__"):
+                cls.defines_reduce = True
+        elif parent is None:
+            self.a.module_functions[info.name] = info
+        if parent is not None:
+            parent.nested.append(info)
+            self.a.nested_functions.append(info)
+        self.a.functions.append(info)
+        self.func_stack.append(info)
+        self.class_stack.append(None)  # a def's body is not a class body
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.func_stack.pop()
+        self.class_stack.pop()
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self.a.lambdas.append((node, self.func, self.stmt_stack[-1] if self.stmt_stack else None))
+        if self.func is not None:
+            self.func.lambdas.append(node)
+
+    def visit_If(self, node: cst.If) -> None:
+        if self.func is not None:
+            self.func.tests.append(node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        if self.func is not None:
+            self.func.tests.append(node.test)
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        if self.func is not None:
+            self.func.is_generator = True
+
+    # -- calls
+    def visit_Call(self, node: cst.Call) -> None:
+        fn = self.func
+        site = CallSite(
+            node=node,
+            qname=self.a.qualify(node.func),
+            func=fn,
+            stmt=self.stmt_stack[-1] if self.stmt_stack else node,
+            top=self.top,
+        )
+        self.a.calls.append(site)
+        if site.qname == "os.getpid":
+            if fn is not None:
+                fn.getpid = True
+        if fn is None:
+            return
+        fn.calls.append(site)
+        f = node.func
+        if isinstance(f, cst.Name):
+            fn.name_calls.add(f.value)
+        elif isinstance(f, cst.Attribute):
+            if fn.self_name and isinstance(f.value, cst.Name) and f.value.value == fn.self_name:
+                fn.self_calls.add(f.attr.value)
+            elif (
+                f.attr.value == "__init__"
+                and isinstance(f.value, cst.Call)
+                and isinstance(f.value.func, cst.Name)
+                and f.value.func.value == "super"
+            ):
+                fn.super_init = True
+            elif f.attr.value == "__init__" and isinstance(f.value, cst.Name):
+                fn.explicit_base_inits.add(f.value.value)
+            if f.attr.value in ("close", "release"):
+                recv = f.value
+                if isinstance(recv, cst.Name):
+                    fn.closed.add(recv.value)
+                elif fn.self_name and self_attr(recv, fn.self_name):
+                    fn.closed.add("self." + self_attr(recv, fn.self_name))
+            if fn.self_name and self_attr(f.value, fn.self_name) and f.attr.value in CONTAINER_METHODS:
+                for arg in node.args:
+                    fn.self_assigns.append(
+                        SelfAssign(self_attr(f.value, fn.self_name), arg.value, site.stmt, "container")
+                    )
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        fn = self.func
+        if fn is not None and fn.self_name and isinstance(node.value, cst.Name) and node.value.value == fn.self_name:
+            fn.self_reads.add(node.attr.value)
+
+    # -- assignments
+    def _target(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], stmt, kind="assign"):
+        fn = self.func
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self._target(el.value, None, stmt, kind)
+            return
+        if fn is None:
+            if isinstance(target, cst.Name) and value is not None:
+                self.a.module_assigns.setdefault(target.value, []).append(value)
+            return
+        if isinstance(target, cst.Name):
+            if value is not None:
+                fn.local_assigns.setdefault(target.value, []).append(value)
+            return
+        if fn.self_name is None:
+            return
+        attr = self_attr(target, fn.self_name)
+        if attr is not None:
+            fn.self_assigns.append(SelfAssign(attr, value, stmt, kind))
+            return
+        if isinstance(target, cst.Subscript):
+            attr = self_attr(target.value, fn.self_name)
+            if attr is not None:
+                fn.self_assigns.append(SelfAssign(attr, value, stmt, "container"))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._target(t.target, node.value, node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._target(node.target, node.value, node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._target(node.target, node.value, node, "container")
+
+    def visit_Del(self, node: cst.Del) -> None:
+        fn = self.func
+        if fn is None or fn.self_name is None:
+            return
+        targets = node.target.elements if isinstance(node.target, (cst.Tuple, cst.List)) else [node.target]
+        for t in targets:
+            t = t.value if isinstance(t, cst.Element) else t
+            attr = self_attr(t, fn.self_name)
+            if attr:
+                fn.self_assigns.append(SelfAssign(attr, None, node, "del"))
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        fn = self.func
+        if fn is not None and node.asname is not None and isinstance(node.asname.name, cst.Name):
+            fn.with_names.add(node.asname.name.value)
+            fn.local_assigns.setdefault(node.asname.name.value, []).append(node.item)
+
+
+CONTAINER_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "__setitem__"})
+
+
+class Analysis:
+    """Everything the rules need to know about one module, computed once."""
+
+    def __init__(self, module: cst.Module, knowledge: Knowledge, path: str = "<string>") -> None:
+        self.module = module
+        self.knowledge = knowledge
+        self.path = path
+        self.is_package_main = path.replace("\\", "/").rsplit("/", 1)[-1] == "__main__.py"
+        self.module_body_set = _IdSet(module.body)
+        self.aliases: Dict[str, str] = {}
+        self.module_aliases: Set[str] = set()
+        self.star_imports: List[str] = []
+        self.classes: List[ClassInfo] = []
+        self.module_classes: Dict[str, ClassInfo] = {}
+        self.functions: List[FuncInfo] = []
+        self.module_functions: Dict[str, FuncInfo] = {}
+        self.nested_functions: List[FuncInfo] = []
+        self.calls: List[CallSite] = []
+        self.lambdas: List[Tuple[cst.Lambda, Optional[FuncInfo], Optional[cst.CSTNode]]] = []
+        self.module_assigns: Dict[str, List[cst.BaseExpression]] = {}
+        # imports are collected in the same walk; qualify() needs them, so walk imports first
+        self._collect_imports()
+        module.visit(_Indexer(self))
+        for c in self.classes:
+            c.base_qnames = [self.qualify(b) for b in c.bases]
+
+    def _collect_imports(self) -> None:
+        # Imports anywhere in the file count (local imports inside functions included); a cheap
+        # pre-pass over statements so that call sites can be resolved during the main walk.
+        collector = _ImportCollector(self)
+        self.module.visit(collector)
+
+    # -- names
+    def qualify(self, node: cst.BaseExpression) -> Optional[str]:
+        d = dotted(node)
+        if d is None:
+            return None
+        head, _, rest = d.partition(".")
+        target = self.aliases.get(head)
+        if target is None:
+            return d
+        return f"{target}.{rest}" if rest else target
+
+    def is_module_alias(self, name: str) -> bool:
+        return name in self.module_aliases
+
+    # -- classes
+    def class_named(self, name: str, near: Optional[ClassInfo] = None) -> Optional[ClassInfo]:
+        if name in self.module_classes:
+            return self.module_classes[name]
+        for c in self.classes:
+            if c.name == name:
+                return c
+        return None
+
+    def local_base(self, base: cst.BaseExpression) -> Optional[ClassInfo]:
+        if isinstance(base, cst.Name) and base.value not in self.aliases:
+            return self.class_named(base.value)
+        return None
+
+    def mro(self, cls: ClassInfo) -> List[ClassInfo]:
+        out: List[ClassInfo] = []
+        seen: Set[int] = set()
+
+        def walk(c: ClassInfo) -> None:
+            if id(c) in seen:
+                return
+            seen.add(id(c))
+            out.append(c)
+            for b in c.bases:
+                lb = self.local_base(b)
+                if lb is not None:
+                    walk(lb)
+
+        walk(cls)
+        return out
+
+    def resolve_method(self, cls: ClassInfo, name: str, after: Optional[ClassInfo] = None) -> Optional[FuncInfo]:
+        chain = self.mro(cls)
+        if after is not None:
+            try:
+                chain = chain[chain.index(after) + 1 :]
+            except ValueError:
+                chain = []
+        for c in chain:
+            if name in c.methods:
+                return c.methods[name]
+        return None
+
+    def _is_dataset_base_name(self, qname: Optional[str]) -> bool:
+        if not qname:
+            return False
+        k = self.knowledge
+        if qname in k.dataset_bases:
+            return True
+        last = qname.rsplit(".", 1)[-1]
+        if last in k.dataset_bases:  # a simple name configured by the user
+            return True
+        return any(last.endswith(s) for s in k.dataset_base_suffixes)
+
+    def is_loader_name(self, qname: Optional[str]) -> bool:
+        if not qname:
+            return False
+        k = self.knowledge
+        if qname in k.loaders or qname.rsplit(".", 1)[-1] in k.loaders:
+            return True
+        last = qname.rsplit(".", 1)[-1]
+        if any(last.endswith(s) for s in k.loader_suffixes):
+            return True
+        c = self.module_classes.get(qname)
+        return c is not None and c in self.loader_classes
+
+    @cached_property
+    def loader_classes(self) -> List[ClassInfo]:
+        out: List[ClassInfo] = []
+        changed = True
+        while changed:
+            changed = False
+            for c in self.classes:
+                if c in out:
+                    continue
+                for b, q in zip(c.bases, c.base_qnames):
+                    lb = self.local_base(b)
+                    if (lb is not None and lb in out) or (lb is None and q and self._loader_qname(q)):
+                        out.append(c)
+                        changed = True
+                        break
+        return out
+
+    def _loader_qname(self, q: str) -> bool:
+        k = self.knowledge
+        last = q.rsplit(".", 1)[-1]
+        return q in k.loaders or any(last.endswith(s) for s in k.loader_suffixes)
+
+    @cached_property
+    def dataset_classes(self) -> List[ClassInfo]:
+        """Dataset-like classes: by base chain, or stored by a dataset, or passed to a DataLoader."""
+        out: List[ClassInfo] = []
+        ids: Set[int] = set()
+
+        def add(c: ClassInfo) -> None:
+            if id(c) not in ids:
+                ids.add(id(c))
+                out.append(c)
+
+        changed = True
+        while changed:
+            changed = False
+            for c in self.classes:
+                if id(c) in ids:
+                    continue
+                for b, q in zip(c.bases, c.base_qnames):
+                    lb = self.local_base(b)
+                    if lb is not None:
+                        if id(lb) in ids:
+                            add(c)
+                            changed = True
+                            break
+                    elif self._is_dataset_base_name(q):
+                        add(c)
+                        changed = True
+                        break
+        # classes with __getitem__/__iter__ that a dataset stores or that are given to a DataLoader
+        def itemish(c: ClassInfo) -> bool:
+            return any(self.resolve_method(c, n) for n in ("__getitem__", "__iter__"))
+
+        changed = True
+        while changed:
+            changed = False
+            for c in list(out):
+                for fn in self.class_functions(c):
+                    for sa in fn.self_assigns:
+                        if isinstance(sa.value, cst.Call) and isinstance(sa.value.func, cst.Name):
+                            t = self.module_classes.get(sa.value.func.value)
+                            if t is not None and id(t) not in ids and itemish(t):
+                                add(t)
+                                changed = True
+            for lc in self.loader_calls:
+                t = lc.dataset_class
+                if t is not None and id(t) not in ids and itemish(t):
+                    add(t)
+                    changed = True
+        return out
+
+    def is_dataset(self, cls: ClassInfo) -> bool:
+        return cls in self.dataset_classes
+
+    def class_functions(self, cls: ClassInfo) -> List[FuncInfo]:
+        """Methods of the class and its same-file bases (MRO order, overridden ones skipped)."""
+        seen: Set[str] = set()
+        out = []
+        for c in self.mro(cls):
+            for name, fn in c.methods.items():
+                if name not in seen:
+                    seen.add(name)
+                    out.append(fn)
+        return out
+
+    # -- reachability
+    def closure(self, cls: Optional[ClassInfo], roots: Iterable[FuncInfo]) -> List[FuncInfo]:
+        """Functions reachable from roots: self.method() calls and property reads resolved in cls's
+        MRO, super().__init__ / Base.__init__(self), same-module helper functions, and functions
+        defined inside them."""
+        out: List[FuncInfo] = []
+        seen: Set[int] = set()
+        work = [r for r in roots if r is not None]
+        while work:
+            fn = work.pop()
+            if id(fn) in seen:
+                continue
+            seen.add(id(fn))
+            out.append(fn)
+            if cls is not None and fn.self_name:
+                for name in fn.self_calls | (fn.self_reads & self._all_properties(cls)):
+                    t = self.resolve_method(cls, name)
+                    if t is not None:
+                        work.append(t)
+                if fn.super_init and fn.cls is not None:
+                    t = self.resolve_method(cls, fn.name, after=fn.cls)
+                    if t is not None:
+                        work.append(t)
+                for base in fn.explicit_base_inits:
+                    bc = self.module_classes.get(base)
+                    if bc is not None:
+                        t = self.resolve_method(bc, "__init__")
+                        if t is not None:
+                            work.append(t)
+            for name in fn.name_calls:
+                t = self.module_functions.get(name)
+                if t is not None:
+                    work.append(t)
+                for nested in fn.nested:
+                    if nested.name == name:
+                        work.append(nested)
+        return out
+
+    def _all_properties(self, cls: ClassInfo) -> Set[str]:
+        props: Set[str] = set()
+        for c in self.mro(cls):
+            props |= c.properties
+        return props
+
+    def parent_side(self, cls: ClassInfo) -> List[FuncInfo]:
+        roots = [self.resolve_method(cls, n) for n in PARENT_ROOTS]
+        return self.closure(cls, [r for r in roots if r is not None])
+
+    def worker_side(self, cls: ClassInfo) -> List[FuncInfo]:
+        roots = [self.resolve_method(cls, n) for n in WORKER_ROOTS]
+        return self.closure(cls, [r for r in roots if r is not None])
+
+    @cached_property
+    def worker_functions(self) -> List[FuncInfo]:
+        """Module-level functions given to a DataLoader as collate_fn / worker_init_fn, and what they call."""
+        roots = []
+        for lc in self.loader_calls:
+            for kw in ("collate_fn", "worker_init_fn"):
+                arg = keyword(lc.node, kw)
+                if arg is not None and isinstance(arg.value, cst.Name):
+                    fn = self.function_named(arg.value.value, lc.site.func)
+                    if fn is not None:
+                        roots.append(fn)
+        return self.closure(None, roots)
+
+    def function_named(self, name: str, scope: Optional[FuncInfo]) -> Optional[FuncInfo]:
+        f = scope
+        while f is not None:
+            for n in f.nested:
+                if n.name == name:
+                    return n
+            f = f.parent
+        return self.module_functions.get(name)
+
+    # -- values
+    def local_values(self, name: str, scope: Optional[FuncInfo]) -> List[cst.BaseExpression]:
+        f = scope
+        while f is not None:
+            if name in f.local_assigns:
+                return f.local_assigns[name]
+            if name in f.params:
+                return []
+            f = f.parent
+        return self.module_assigns.get(name, [])
+
+    def eval_int(self, node: Optional[cst.BaseExpression], scope: Optional[FuncInfo]) -> Optional[int]:
+        v = int_value(node)
+        if v is not None:
+            return v
+        if isinstance(node, cst.Name):
+            vals = self.local_values(node.value, scope)
+            if len(vals) == 1:
+                return int_value(vals[0])
+        return None
+
+    @cached_property
+    def loader_calls(self) -> List["LoaderCall"]:
+        out = []
+        for site in self.calls:
+            if self.is_loader_name(site.qname):
+                out.append(LoaderCall(self, site))
+        return out
+
+    def loader_call(self, node: cst.Call) -> Optional["LoaderCall"]:
+        for lc in self.loader_calls:
+            if lc.node is node:
+                return lc
+        return None
+
+    @cached_property
+    def all_loaders_zero(self) -> bool:
+        """True when the module builds DataLoaders and every one of them has num_workers=0."""
+        return bool(self.loader_calls) and all(lc.workers == "zero" for lc in self.loader_calls)
+
+    # -- the __main__ guard
+    @cached_property
+    def guarded_statements(self) -> Set[int]:
+        return {id(s) for s in self.module.body if is_main_guard(s)}
+
+    def is_guarded(self, top: Optional[cst.CSTNode]) -> bool:
+        return top is not None and id(top) in self.guarded_statements
+
+    @cached_property
+    def torch_import_index(self) -> Optional[int]:
+        """Index in module.body of the first top-level statement importing torch."""
+        for i, stmt in enumerate(self.module.body):
+            if imports_torch(stmt):
+                return i
+        return None
+
+    def body_index(self, top: Optional[cst.CSTNode]) -> Optional[int]:
+        for i, s in enumerate(self.module.body):
+            if s is top:
+                return i
+        return None
+
+    @cached_property
+    def uses_cuda(self) -> bool:
+        k = self.knowledge
+        for site in self.calls:
+            q = site.qname or ""
+            if q.startswith("torch.cuda.") or site.last in k.cuda_methods:
+                return True
+            if self.is_cuda_value(site.node, None):
+                return True
+            for arg in site.node.args:
+                if arg.keyword is not None and arg.keyword.value in k.device_keywords:
+                    if self.is_cuda_value(arg.value, site.func):
+                        return True
+            if site.last in k.move_methods and site.node.args:
+                if self.is_cuda_value(site.node.args[0].value, site.func):
+                    return True
+        return False
+
+    def is_cuda_value(self, node: Optional[cst.BaseExpression], scope: Optional[FuncInfo], depth: int = 0) -> bool:
+        """A device expression that is (or may be, on a GPU machine) CUDA."""
+        if node is None or depth > 4:
+            return False
+        s = string_value(node)
+        if s is not None:
+            return s.startswith("cuda")
+        if isinstance(node, cst.Call):
+            q = self.qualify(node.func)
+            if q == "torch.device" and node.args:
+                return self.is_cuda_value(node.args[0].value, scope, depth + 1)
+            return False
+        if isinstance(node, cst.IfExp):
+            return self.is_cuda_value(node.body, scope, depth + 1) or self.is_cuda_value(node.orelse, scope, depth + 1)
+        if isinstance(node, cst.Name):
+            return any(self.is_cuda_value(v, scope, depth + 1) for v in self.local_values(node.value, scope))
+        if isinstance(node, cst.Attribute) and scope is not None and scope.self_name:
+            attr = self_attr(node, scope.self_name)
+            cls = self.owner_class(scope)
+            if attr and cls is not None:
+                for fn in self.class_functions(cls):
+                    for sa in fn.self_assigns:
+                        if sa.attr == attr and sa.kind == "assign" and self.is_cuda_value(sa.value, fn, depth + 1):
+                            return True
+        return False
+
+    def owner_class(self, fn: Optional[FuncInfo]) -> Optional[ClassInfo]:
+        while fn is not None:
+            if fn.cls is not None:
+                return fn.cls
+            fn = fn.parent
+        return None
+
+    def is_module_object(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, cst.Name) and node.value in self.module_aliases
+
+
+class _IdSet:
+    def __init__(self, items: Sequence[cst.CSTNode]) -> None:
+        self.ids = {id(i) for i in items}
+
+    def __contains__(self, item: cst.CSTNode) -> bool:
+        return id(item) in self.ids
+
+
+class _ImportCollector(cst.CSTVisitor):
+    """First pass: imports only (function bodies included), so qualify() works during the index walk."""
+
+    def __init__(self, a: Analysis) -> None:
+        self.ix = _Indexer(a)
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        self.ix.visit_Import(node)
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        self.ix.visit_ImportFrom(node)
+        return False
+
+    # expressions cannot contain imports: skip them for speed
+    def visit_Expr(self, node: cst.Expr) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        return False
+
+    def visit_Return(self, node: cst.Return) -> bool:
+        return False
+
+
+def imports_torch(stmt: cst.CSTNode) -> bool:
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    for small in stmt.body:
+        if isinstance(small, cst.Import):
+            if any((dotted(a.name) or "").split(".")[0] == "torch" for a in small.names):
+                return True
+        elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+            if (dotted(small.module) or "").split(".")[0] == "torch":
+                return True
+    return False
+
+
+@dataclass(eq=False)
+class LoaderCall:
+    a: Analysis
+    site: CallSite
+
+    @property
+    def node(self) -> cst.Call:
+        return self.site.node
+
+    def arg(self, name: str, index: Optional[int] = None) -> Optional[cst.BaseExpression]:
+        kw = keyword(self.node, name)
+        if kw is not None:
+            return kw.value
+        if index is not None:
+            pos = positional(self.node)
+            if len(pos) > index:
+                return pos[index].value
+        return None
+
+    @cached_property
+    def workers(self) -> str:
+        """"zero", "positive" or "unknown" for num_workers."""
+        node = self.arg("num_workers", 5)
+        if node is None:
+            if has_star_kwargs(self.node) or any(a.star == "*" for a in self.node.args):
+                return "unknown"
+            # a subclass may pass num_workers itself; the plain DataLoader default is 0
+            if self.site.qname and self.a.module_classes.get(self.site.qname) in self.a.loader_classes:
+                return "unknown"
+            return "zero"
+        v = self.a.eval_int(node, self.site.func)
+        if v is None:
+            return "unknown"
+        return "zero" if v == 0 else "positive"
+
+    @cached_property
+    def dataset_class(self) -> Optional[ClassInfo]:
+        ds = self.arg("dataset", 0)
+        cands: List[cst.BaseExpression] = [ds] if ds is not None else []
+        if isinstance(ds, cst.Name):
+            cands = list(self.a.local_values(ds.value, self.site.func))
+        for c in cands:
+            if isinstance(c, cst.Call) and isinstance(c.func, cst.Name):
+                t = self.a.module_classes.get(c.func.value)
+                if t is not None:
+                    return t
+        return None
+
+
+# --------------------------------------------------------------------------------------------------
+# handles (FRK1xx) — shared by FRK101, FRK102, FRK103 and the per-process lazy fix
+
+
+@dataclass(eq=False)
+class KeptHandle:
+    call: cst.Call  # the factory call
+    factory: "object"  # knowledge.Factory
+    direct: bool  # the kept value is the factory call itself (not derived, not in a container)
+    container: bool
+
+
+def _is_data_slice(sub: cst.Subscript) -> bool:
+    """``ds[:]``, ``ds[()]``, ``ds[..., 0]``, ``ds[i]`` with an int: reads data, not a handle."""
+    for el in sub.slice:
+        sl = el.slice
+        if isinstance(sl, cst.Slice):
+            return True
+        if isinstance(sl, cst.Index):
+            v = sl.value
+            if isinstance(v, (cst.Ellipsis, cst.Integer, cst.Tuple)):
+                return True
+    return False
+
+
+def factory_of(a: Analysis, call: cst.Call) -> Optional["object"]:
+    q = a.qualify(call.func)
+    if q is None:
+        return None
+    f = a.knowledge.factories.get(q)
+    if f is None and q.startswith("builtins."):
+        f = a.knowledge.factories.get(q[len("builtins.") :])
+    if f is None:
+        return None
+    if f.when == "npz":
+        first = call.args[0].value if call.args and call.args[0].keyword is None else None
+        s = string_value(first)
+        if s is None or not s.endswith(".npz") or keyword(call, "mmap_mode") is not None:
+            return None
+    elif f.when == "chunked":
+        chunk = keyword(call, "chunksize")
+        it = keyword(call, "iterator")
+        if not (
+            (chunk is not None and not (isinstance(chunk.value, cst.Name) and chunk.value.value == "None"))
+            or (it is not None and isinstance(it.value, cst.Name) and it.value.value == "True")
+        ):
+            return None
+    return f
+
+
+def handle_source(a: Analysis, expr: Optional[cst.BaseExpression], fn: Optional[FuncInfo], depth: int = 0):
+    """If ``expr`` evaluates to a handle, return (factory call, factory, direct)."""
+    if expr is None or depth > 6:
+        return None
+    if isinstance(expr, cst.Call):
+        f = factory_of(a, expr)
+        if f is not None:
+            return expr, f, True
+        func = expr.func
+        if isinstance(func, cst.Attribute):
+            inner = handle_source(a, func.value, fn, depth + 1)
+            if inner is not None and func.attr.value in inner[1].derived:
+                return inner[0], inner[1], False
+        return None
+    if isinstance(expr, cst.Subscript):
+        if _is_data_slice(expr):
+            return None
+        inner = handle_source(a, expr.value, fn, depth + 1)
+        if inner is not None and inner[1].subscript:
+            return inner[0], inner[1], False
+        return None
+    if isinstance(expr, cst.Name) and fn is not None:
+        if expr.value in fn.with_names:
+            return None  # a `with` block closes it
+        vals = a.local_values(expr.value, fn)
+        for v in vals:
+            hit = handle_source(a, v, fn, depth + 1)
+            if hit is not None:
+                return hit[0], hit[1], False
+        return None
+    if isinstance(expr, cst.Attribute) and fn is not None and fn.self_name:
+        attr = self_attr(expr, fn.self_name)
+        if attr:
+            for sa in fn.self_assigns:
+                if sa.attr == attr and sa.kind == "assign" and sa.value is not expr:
+                    hit = handle_source(a, sa.value, fn, depth + 1)
+                    if hit is not None:
+                        return hit[0], hit[1], False
+    return None
+
+
+def kept_handles(a: Analysis, sa: SelfAssign, fn: FuncInfo) -> List[KeptHandle]:
+    """Handles kept on the instance by one ``self.x = ...`` (or container store)."""
+    value = sa.value
+    if value is None:
+        return []
+    hit = handle_source(a, value, fn)
+    if hit is not None:
+        # `self.x = self.x.begin()`-style chains on an attribute already reported are not new
+        if isinstance(value, cst.Attribute) and fn.self_name and self_attr(value, fn.self_name):
+            return []
+        return [KeptHandle(hit[0], hit[1], direct=hit[2] and sa.kind == "assign", container=sa.kind == "container")]
+    out: List[KeptHandle] = []
+    elements: List[cst.BaseExpression] = []
+    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+        elements = [e.value for e in value.elements]
+    elif isinstance(value, cst.Dict):
+        elements = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+    elif isinstance(value, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        elements = [value.elt]
+    elif isinstance(value, cst.DictComp):
+        elements = [value.value]
+    for el in elements:
+        hit = handle_source(a, el, fn)
+        if hit is not None:
+            out.append(KeptHandle(hit[0], hit[1], direct=False, container=True))
+    return out
+
+
+def getstate_drops(a: Analysis, cls: ClassInfo) -> Optional[Set[str]]:
+    """Attribute names ``__getstate__`` mentions (it drops or resets them); None without one.
+    A ``__reduce__`` counts as handling every attribute."""
+    for c in a.mro(cls):
+        if c.defines_reduce:
+            return {"*"}
+        fn = c.methods.get("__getstate__")
+        if fn is not None:
+            names: Set[str] = set()
+
+            class V(cst.CSTVisitor):
+                def visit_SimpleString(self, node: cst.SimpleString) -> None:
+                    v = string_value(node)
+                    if v:
+                        names.add(v)
+
+            fn.node.visit(V())
+            return names
+    return None
+
+
+def has_pid_check(a: Analysis, cls: ClassInfo) -> bool:
+    return any(fn.getpid for fn in a.class_functions(cls))
+
+
+def is_none(node: Optional[cst.BaseExpression]) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def released_in(fns: Sequence[FuncInfo], attr: str) -> bool:
+    """``self.attr.close()``, ``del self.attr``, or ``self.attr = None`` after it was stored."""
+    for fn in fns:
+        if "self." + attr in fn.closed:
+            return True
+        stored = False
+        for sa in fn.self_assigns:
+            if sa.attr != attr:
+                continue
+            if sa.kind == "del" or (stored and is_none(sa.value)):
+                return True
+            stored = stored or not is_none(sa.value)
+    return False

@@ -1,0 +1,281 @@
+"""The engine: decode, pre-filter, parse once, analyse once, run every enabled rule, apply noqa.
+
+Rules are classes in ``flake8_forksafe/checks/`` registered in one list (``checks.ALL_RULES``).
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import re
+import tokenize
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from flake8_forksafe.analysis import Analysis
+from flake8_forksafe.config import Config
+
+SAFE = "safe"
+UNSAFE = "unsafe"
+DOCS_URL = "https://github.com/flake8-forksafe/flake8-forksafe/blob/main/docs/rules/{code}.md"
+
+# flake8's own inline-noqa syntax (flake8/defaults.py), so both front ends agree.
+NOQA_INLINE = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
+NOQA_FILE = re.compile(r"\s*# flake8[:=]\s*noqa(?!:)", re.IGNORECASE)
+MAX_NESTING = 150  # bracket / block depth beyond which a file is skipped (libcst recursion)
+
+
+class SourceError(Exception):
+    """The file cannot be checked (undecodable, syntax error, too deep). ``message`` is one line."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(eq=False)
+class Report:
+    """What a rule's ``check`` yields: the node to point at and the one-line message."""
+
+    node: cst.CSTNode
+    message: str
+    fixable: bool = True
+    data: Any = None
+
+
+@dataclass(frozen=True)
+class Example:
+    """An INVALID example: source, and optionally the exact fixed source."""
+
+    code: str
+    expected_fix: Optional[str] = None
+
+
+class Rule:
+    """Base class of every check. One subclass per file in ``checks/``; see FRK101 for the model.
+
+    ``fix_applicability`` is ``"safe"`` (``forksafe fix`` applies it), ``"unsafe"`` (only with
+    ``--unsafe-fixes``) or None (no automatic fix: the message says what to do).
+    """
+
+    code: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    default_enabled: ClassVar[bool] = True
+    fix_applicability: ClassVar[Optional[str]] = None
+    fix_title: ClassVar[str] = ""
+    VALID: ClassVar[Sequence[str]] = ()
+    INVALID: ClassVar[Sequence[Union[str, Example]]] = ()
+
+    def check(self, a: Analysis) -> Iterator[Report]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def fix(self, a: Analysis, reports: List[Report]) -> cst.Module:
+        """Return the module with every fixable report of this rule fixed."""
+        raise NotImplementedError(f"{self.code} has no automatic fix")
+
+    def report(self, node: cst.CSTNode, detail: str = "", fixable: bool = True, data: Any = None) -> Report:
+        return Report(node, detail, fixable, data)
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    line: int  # 1-based
+    col: int  # 0-based, as flake8 reports them
+    code: str
+    message: str  # without the code
+    end_line: int = 0
+    end_col: int = 0
+    fix: Optional[str] = None  # "safe" / "unsafe" / None
+    name: str = ""
+
+    def as_dict(self) -> Dict[str, Any]:
+        d = asdict(self)
+        d["url"] = DOCS_URL.format(code=self.code)
+        return d
+
+
+@dataclass
+class Parsed:
+    text: str
+    module: Optional[cst.Module]
+    analysis: Optional[Analysis]
+    lines: List[str] = field(default_factory=list)
+
+
+def decode(source: Union[str, bytes], path: str = "<string>") -> str:
+    """Decode bytes as Python does (BOM, coding cookie, UTF-8 default); one-line error otherwise."""
+    if isinstance(source, str):
+        return source[1:] if source.startswith("\ufeff") else source
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    except SyntaxError as exc:
+        raise SourceError(f"cannot decode: {exc.msg if hasattr(exc, 'msg') else exc}") from None
+    try:
+        text = source.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise SourceError(f"cannot decode as {encoding}: {_one_line(exc)}") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def nesting_depth(text: str) -> int:
+    """Cheap upper bound of syntactic nesting: brackets plus indentation levels."""
+    depth = best = 0
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+            if depth > best:
+                best = depth
+        elif ch in ")]}":
+            depth -= 1
+    indent = 0
+    for line in text.splitlines():
+        stripped = line.lstrip(" \t")
+        if stripped and not stripped.startswith("#"):
+            width = len(line) - len(stripped)
+            if width > indent:
+                indent = width
+    return max(best, indent // 4 if indent else 0)
+
+
+def parse(text: str, path: str = "<string>") -> cst.Module:
+    if nesting_depth(text) > MAX_NESTING:
+        raise SourceError(f"skipped: nesting deeper than {MAX_NESTING} levels")
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        return _syntax_error(exc)
+    except RecursionError:
+        raise SourceError("skipped: nesting too deep to parse") from None
+    except (ValueError, MemoryError) as exc:
+        raise SourceError(f"syntax error: {_one_line(exc)}") from None
+
+
+def _syntax_error(exc: cst.ParserSyntaxError):
+    msg = exc.message.splitlines()[0] if exc.message else "invalid syntax"
+    raise SourceError(f"syntax error at line {exc.raw_line}, column {exc.raw_column}: {msg}") from None
+
+
+def could_have_findings(text: str, config: Config) -> bool:
+    return _anchor_regex(config.knowledge.anchors).search(text) is not None
+
+
+_ANCHOR_CACHE: Dict[Tuple[str, ...], "re.Pattern[str]"] = {}
+
+
+def _anchor_regex(anchors: Tuple[str, ...]) -> "re.Pattern[str]":
+    rx = _ANCHOR_CACHE.get(anchors)
+    if rx is None:
+        rx = _ANCHOR_CACHE[anchors] = re.compile("|".join(anchors))
+    return rx
+
+
+def enabled_rules(config: Config) -> List[Rule]:
+    from flake8_forksafe.checks import ALL_RULES
+
+    return [r() for r in ALL_RULES if config.is_enabled(r.code, r.default_enabled)]
+
+
+def run_rules(a: Analysis, rules: Sequence[Rule]) -> List[Tuple[Rule, Report]]:
+    out: List[Tuple[Rule, Report]] = []
+    for rule in rules:
+        seen = set()
+        for rep in rule.check(a):
+            if id(rep.node) in seen:  # one finding per node (e.g. a base __init__ shared by subclasses)
+                continue
+            seen.add(id(rep.node))
+            out.append((rule, rep))
+    return out
+
+
+def positions(module: cst.Module) -> Any:
+    return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+
+def node_start(pos: Any, node: cst.CSTNode) -> Tuple[int, int, int, int]:
+    """(line, col, end_line, end_col); defs point at the ``def``/``class`` keyword, not a decorator."""
+    rng = pos[node]
+    line, col = rng.start.line, rng.start.column
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        name_rng = pos[node.name]
+        line = name_rng.start.line
+        # the def line's own indentation equals the node's start column
+    return line, col, rng.end.line, rng.end.column
+
+
+def noqa_suppresses(line_text: str, code: str) -> bool:
+    match = NOQA_INLINE.search(line_text)
+    if match is None:
+        return False
+    codes = match.group("codes")
+    if not codes:
+        return True
+    wanted = {c for c in re.split(r"[,\s]+", codes.strip()) if c}
+    return code in wanted or code.startswith(tuple(wanted))
+
+
+def file_noqa(lines: Sequence[str]) -> bool:
+    return any(NOQA_FILE.match(line) for line in lines)
+
+
+def analyse(text: str, config: Config, path: str = "<string>") -> Analysis:
+    return Analysis(parse(text, path), config.knowledge, path)
+
+
+def check_source(
+    source: Union[str, bytes],
+    path: str = "<string>",
+    config: Optional[Config] = None,
+    *,
+    prefilter: bool = True,
+    noqa: bool = True,
+) -> List[Finding]:
+    """Check one file's source. Raises SourceError for a file that cannot be checked."""
+    config = config or Config().with_knowledge()
+    text = decode(source, path)
+    if prefilter and not could_have_findings(text, config):
+        return []
+    rules = enabled_rules(config)
+    if not rules:
+        return []
+    a = analyse(text, config, path)
+    found = run_rules(a, rules)
+    if not found:
+        return []
+    return to_findings(a, found, path, text if noqa else None)
+
+
+def to_findings(a: Analysis, found: List[Tuple[Rule, Report]], path: str, text: Optional[str]) -> List[Finding]:
+    pos = positions(a.module)
+    lines = text.splitlines() if text is not None else []
+    if text is not None and file_noqa(lines):
+        return []
+    out = []
+    for rule, rep in found:
+        line, col, end_line, end_col = node_start(pos, rep.node)
+        if text is not None and 0 < line <= len(lines) and noqa_suppresses(lines[line - 1], rule.code):
+            continue
+        out.append(
+            Finding(
+                path=path,
+                line=line,
+                col=col,
+                code=rule.code,
+                message=rep.message,
+                end_line=end_line,
+                end_col=end_col,
+                fix=rule.fix_applicability if rep.fixable else None,
+                name=rule.name,
+            )
+        )
+    out.sort(key=lambda f: (f.line, f.col, f.code))
+    return out
