@@ -21,11 +21,9 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -401,7 +399,8 @@ def _fmt_table(results: list[Result], base: Result | None) -> str:
 
     def line(cells):
         parts = [
-            (c.rjust(widths[i]) if i in right else c.ljust(widths[i])) for i, c in enumerate(cells[:-1])
+            (c.rjust(widths[i]) if i in right else c.ljust(widths[i]))
+            for i, c in enumerate(cells[:-1])
         ]
         return "  ".join(parts) + "  " + cells[-1]
 
@@ -530,7 +529,8 @@ def main(argv: list[str] | None = None) -> int:
             f"flake8 defaults ({jobs_default})", _chunk([*flake8_plain, "--isolated"], files),
             len(files), ok_rcs=(0, 1), sample_tree=True, count=_count_lines(lambda s: True)))
         results.append(runner.measure(
-            f"flake8 defaults + FRK ({jobs_default})", _chunk([*flake8_plugin, "--isolated"], files),
+            f"flake8 defaults + FRK ({jobs_default})",
+            _chunk([*flake8_plugin, "--isolated"], files),
             len(files), ok_rcs=(0, 1), sample_tree=True, count=_count_lines(lambda s: True)))
 
     tf = tf_sample_frk = None
@@ -558,8 +558,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(_fmt_table(results, base))
     print()
-    print("  files/s = files / wall; cpu s = user+sys of the tool's processes; peak MB = max RSS of")
-    print("  the largest single process (ru_maxrss); x ast.parse = wall / wall of the ast.parse loop.")
+    print("  files/s = files / wall; cpu s = user+sys of the tool's processes; peak MB = max RSS")
+    print("  of the largest single process (ru_maxrss); x ast.parse = wall / ast.parse loop wall.")
 
     # Targets
     targets = []
@@ -623,7 +623,8 @@ def main(argv: list[str] | None = None) -> int:
         _profile(python, forksafe, files, workdir, args.profile)
     if args.fuzz:
         print(f"\nfuzzing: {args.fuzz} hypothesmith examples (benchmarks/fuzz.py)", flush=True)
-        rc = subprocess.run([python, str(HERE / "fuzz.py"), "--examples", str(args.fuzz)]).returncode
+        fuzz_cmd = [python, str(HERE / "fuzz.py"), "--examples", str(args.fuzz)]
+        rc = subprocess.run(fuzz_cmd).returncode
         print(f"fuzz: {'OK' if rc == 0 else f'FAILED (exit {rc})'}")
         status = status or rc
 
@@ -640,7 +641,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _profile(python: str, forksafe: list[str], files: list[str], workdir: Path, top: int) -> None:
     prof = workdir / "check.prof"
-    print(f"\nprofiling `forksafe check --jobs 1 --no-cache` over {len(files)} files ...", flush=True)
+    print(f"\nprofiling `forksafe check --jobs 1 --no-cache` over {len(files)} files ...",
+          flush=True)
     listfile = workdir / "profile-files.txt"
     listfile.write_text("\n".join(files) + "\n")
     # cProfile the CLI in-process; the file list comes from a file to avoid ARG_MAX.

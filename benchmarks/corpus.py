@@ -202,7 +202,9 @@ def build_corpus(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--only", default="", help=f"comma-separated subset of {','.join(ALL_SOURCES)}")
     ap.add_argument("--corpus-limit", type=int, default=0)
@@ -211,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     corpus = build_corpus(args.python, only, args.corpus_limit)
     (CORPUS_DIR / "files.txt").write_text("\n".join(corpus.files) + "\n")
     src = ", ".join(f"{k} {v}" for k, v in corpus.sources.items())
-    print(f"corpus: {len(corpus.files)} files, {corpus.total_mb:.1f} MB ({src}) under {corpus.root}")
+    print(f"corpus: {len(corpus.files)} files, {corpus.total_mb:.1f} MB ({src})")
+    print(f"        under {corpus.root}; list in {CORPUS_DIR / 'files.txt'}")
     return 0
 
 

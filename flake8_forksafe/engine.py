@@ -254,7 +254,10 @@ def check_source(
     return to_findings(a, found, path, text if noqa else None)
 
 
-def to_findings(a: Analysis, found: List[Tuple[Rule, Report]], path: str, text: Optional[str]) -> List[Finding]:
+def locate(
+    a: Analysis, found: List[Tuple[Rule, Report]], path: str, text: Optional[str]
+) -> List[Tuple[Finding, Rule, Report]]:
+    """Give each report its position; drop the ones a ``# noqa`` comment suppresses (when text given)."""
     pos = positions(a.module)
     lines = text.splitlines() if text is not None else []
     if text is not None and file_noqa(lines):
@@ -264,18 +267,21 @@ def to_findings(a: Analysis, found: List[Tuple[Rule, Report]], path: str, text: 
         line, col, end_line, end_col = node_start(pos, rep.node)
         if text is not None and 0 < line <= len(lines) and noqa_suppresses(lines[line - 1], rule.code):
             continue
-        out.append(
-            Finding(
-                path=path,
-                line=line,
-                col=col,
-                code=rule.code,
-                message=rep.message,
-                end_line=end_line,
-                end_col=end_col,
-                fix=rule.fix_applicability if rep.fixable else None,
-                name=rule.name,
-            )
+        finding = Finding(
+            path=path,
+            line=line,
+            col=col,
+            code=rule.code,
+            message=rep.message,
+            end_line=end_line,
+            end_col=end_col,
+            fix=rule.fix_applicability if rep.fixable else None,
+            name=rule.name,
         )
-    out.sort(key=lambda f: (f.line, f.col, f.code))
+        out.append((finding, rule, rep))
+    out.sort(key=lambda t: (t[0].line, t[0].col, t[0].code))
     return out
+
+
+def to_findings(a: Analysis, found: List[Tuple[Rule, Report]], path: str, text: Optional[str]) -> List[Finding]:
+    return [f for f, _, _ in locate(a, found, path, text)]

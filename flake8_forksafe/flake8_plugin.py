@@ -1,0 +1,53 @@
+"""The flake8 plugin: ``flake8 --select FRK``. Same engine, same findings as ``forksafe check``.
+
+flake8 does the selection and ``noqa`` itself, so every rule runs here and no noqa filtering is done.
+The plugin asks flake8 for ``lines`` (already read and decoded) and never for the ``ast`` tree.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, List, Optional, Tuple
+
+from flake8_forksafe import __version__
+from flake8_forksafe.config import Config, ConfigError
+from flake8_forksafe.engine import SourceError, check_source
+
+
+class ForkSafeChecker:
+    name = "flake8-forksafe"
+    version = __version__
+    _config: Optional[Config] = None
+
+    def __init__(self, tree: Any = None, lines: Optional[List[str]] = None, filename: str = "stdin") -> None:
+        self.lines = lines or []
+        self.filename = filename
+
+    @classmethod
+    def add_options(cls, manager) -> None:
+        for opt, what in (
+            ("--forksafe-extra-handle-factories", "qualified names of extra handle factories (FRK1xx)"),
+            ("--forksafe-extra-dataset-bases", "qualified names of extra dataset base classes"),
+            ("--forksafe-extra-loaders", "qualified names of extra DataLoader classes"),
+        ):
+            manager.add_option(opt, default="", parse_from_config=True, comma_separated_list=True, help=what)
+        manager.extend_default_ignore(["FRK501"])  # a performance hint, off by default as in forksafe
+
+    @classmethod
+    def parse_options(cls, options) -> None:
+        cls._config = Config(
+            select=("FRK",),
+            extra_handle_factories=tuple(getattr(options, "forksafe_extra_handle_factories", None) or ()),
+            extra_dataset_bases=tuple(getattr(options, "forksafe_extra_dataset_bases", None) or ()),
+            extra_loaders=tuple(getattr(options, "forksafe_extra_loaders", None) or ()),
+        ).with_knowledge()
+
+    def run(self) -> Iterator[Tuple[int, int, str, type]]:
+        config = self._config or Config(select=("FRK",)).with_knowledge()
+        try:
+            findings = check_source("".join(self.lines), self.filename, config, noqa=False)
+        except SourceError:
+            return  # flake8 reports E902/E999 for files it cannot read or parse
+        except RecursionError:
+            return
+        for f in findings:
+            yield f.line, f.col, f"{f.code} {f.message}", type(self)
