@@ -373,7 +373,8 @@ def _fmt_table(results: list[Result], base: Result | None) -> str:
     head = ("tool", "files", "wall s", "files/s", "cpu s", "peak MB", "x ast.parse", "notes")
     rows = []
     for r in results:
-        ratio = f"{r.wall / base.wall:.2f}" if base and base.wall > 0 else "-"
+        same_files = base is not None and r.files == base.files and base.wall > 0
+        ratio = f"{r.wall / base.wall:.2f}" if same_files else "-"
         notes = []
         if r.extrapolated_from:
             notes.append(
@@ -516,6 +517,11 @@ def main(argv: list[str] | None = None) -> int:
     results.append(runner.measure(
         f"forksafe check ({jobs_default})", _chunk([*forksafe, "check", "--no-cache"], files),
         len(files), ok_rcs=(0, 1), sample_tree=True, count=_count_lines(_is_frk)))
+    trivial = workdir / "trivial.py"
+    trivial.write_text("x = 1\n")
+    results.append(runner.measure(
+        "forksafe check, 1 trivial file (start-up)",
+        [[*forksafe, "check", "--jobs", "1", "--no-cache", str(trivial)]], 1, ok_rcs=(0, 1)))
     f8_plain = f8_plugin = None
     if flake8_env:
         f8_plain = runner.measure(
@@ -610,7 +616,8 @@ def main(argv: list[str] | None = None) -> int:
             "repeat": args.repeat,
             "results": [
                 {**asdict(r), "files_per_s": r.files_per_s,
-                 "ratio_vs_ast": r.wall / base.wall if base.wall else None}
+                 "ratio_vs_ast": (r.wall / base.wall
+                                  if base.wall and r.files == base.files else None)}
                 for r in results
             ],
             "targets": targets,

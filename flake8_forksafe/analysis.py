@@ -819,15 +819,22 @@ class Analysis:
         s = string_value(node)
         if s is not None:
             return s.startswith("cuda")
+        if isinstance(node, cst.Integer):
+            return True  # a bare device index: `.to(0)`, `device=0` mean cuda:0
         if isinstance(node, cst.Call):
             q = self.qualify(node.func)
             if q == "torch.device" and node.args:
                 return self.is_cuda_value(node.args[0].value, scope, depth + 1)
-            return False
+            return q == "torch.cuda.current_device"
         if isinstance(node, cst.IfExp):
             return self.is_cuda_value(node.body, scope, depth + 1) or self.is_cuda_value(node.orelse, scope, depth + 1)
+        if isinstance(node, cst.BooleanOperation):  # `device or "cuda"`
+            return self.is_cuda_value(node.left, scope, depth + 1) or self.is_cuda_value(node.right, scope, depth + 1)
         if isinstance(node, cst.Name):
-            return any(self.is_cuda_value(v, scope, depth + 1) for v in self.local_values(node.value, scope))
+            values = self.local_values(node.value, scope)
+            if not values:  # a parameter: its default value (`def __init__(self, device="cuda")`)
+                values = [d for d in [param_default(scope, node.value)] if d is not None]
+            return any(self.is_cuda_value(v, scope, depth + 1) for v in values)
         if isinstance(node, cst.Attribute) and scope is not None and scope.self_name:
             attr = self_attr(node, scope.self_name)
             cls = self.owner_class(scope)
@@ -942,6 +949,50 @@ class LoaderCall:
                 if t is not None:
                     return t
         return None
+
+
+def loaders_of(a: Analysis, cls: ClassInfo) -> List[LoaderCall]:
+    """The module's DataLoader calls given ``cls`` or a same-file subclass of it."""
+    return [lc for lc in a.loader_calls if lc.dataset_class is not None and cls in a.mro(lc.dataset_class)]
+
+
+def no_worker_processes(a: Analysis, cls: ClassInfo) -> bool:
+    """True when the dataset never reaches a worker process in this module: every DataLoader given
+    it (or, when none names it, every DataLoader of the module, if there are any) has
+    ``num_workers=0``."""
+    mine = loaders_of(a, cls)
+    if mine:
+        return all(lc.workers == "zero" for lc in mine)
+    return a.all_loaders_zero
+
+
+def callable_target(
+    a: Analysis, expr: Optional[cst.BaseExpression], scope: Optional[FuncInfo], depth: int = 0
+) -> Tuple[Optional[Union[FuncInfo, cst.Lambda]], Optional[cst.Call]]:
+    """What a callable argument (``collate_fn=``, ``worker_init_fn=``) runs, when it is in this module:
+    a function named (nested or module-level), ``functools.partial(f, ...)`` of one, ``self.method``
+    of the enclosing class, or a lambda. Returns (target, the ``partial`` call or None)."""
+    if depth > 4:
+        return None, None
+    if isinstance(expr, cst.Lambda):
+        return expr, None
+    if isinstance(expr, cst.Call) and a.qualify(expr.func) == "functools.partial" and expr.args:
+        inner, _ = callable_target(a, expr.args[0].value, scope, depth + 1)
+        return inner, expr
+    if isinstance(expr, cst.Name):
+        fn = a.function_named(expr.value, scope)
+        if fn is not None:
+            return fn, None
+        vals = a.local_values(expr.value, scope)
+        if len(vals) == 1 and vals[0] is not expr:
+            return callable_target(a, vals[0], scope, depth + 1)
+        return None, None
+    if isinstance(expr, cst.Attribute) and scope is not None and scope.self_name:
+        attr = self_attr(expr, scope.self_name)
+        cls = a.owner_class(scope)
+        if attr and cls is not None:
+            return a.resolve_method(cls, attr), None
+    return None, None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1086,6 +1137,22 @@ def getstate_drops(a: Analysis, cls: ClassInfo) -> Optional[Set[str]]:
 
 def has_pid_check(a: Analysis, cls: ClassInfo) -> bool:
     return any(fn.getpid for fn in a.class_functions(cls))
+
+
+def param_default(scope: Optional[FuncInfo], name: str) -> Optional[cst.BaseExpression]:
+    """The default value of parameter ``name`` of ``scope`` or of a function enclosing it."""
+    f = scope
+    while f is not None:
+        if name in f.params:
+            p = f.node.params
+            for param in (*p.posonly_params, *p.params, *p.kwonly_params):
+                if param.name.value == name:
+                    return param.default
+            return None
+        if name in f.local_assigns:
+            return None
+        f = f.parent
+    return None
 
 
 def is_none(node: Optional[cst.BaseExpression]) -> bool:

@@ -147,21 +147,21 @@ def check_file(path: str, cfg: Config, data: Optional[bytes] = None, cache=None)
     except OSError as exc:
         return [], f"{shown}: cannot read: {exc.strerror or exc}", None
     try:
+        text = decode(data, path)
+        if not could_have_findings(text, cfg):
+            return [], None, None
         digest = None
         if cache is not None:
-            text = decode(data, path)
-            if not could_have_findings(text, cfg):
-                return [], None, None
             digest = cache.digest(data)
             hit = cache.get(digest, shown)
             if hit is not None:
                 return hit, None, None
-        findings = check_source(data, shown, cfg)
-        if cache is not None and digest is not None:
+        findings = check_source(text, shown, cfg, prefilter=False)
+        if digest is not None:
             cache.put(digest, findings)
         return findings, None, None
     except SourceError as exc:
-        return [], None, f"{shown}: skipped: {exc.message}"
+        return [], None, f"{shown}: {exc.message}"
     except RecursionError:
         return [], None, f"{shown}: skipped: nesting too deep to analyse"
     except Exception as exc:  # a bug of ours: one line, keep going, exit 2 at the end
@@ -260,7 +260,7 @@ def cmd_fix(args) -> int:
         try:
             result = fix_source(data, name, cfg, unsafe=bool(cfg.unsafe_fixes))
         except SourceError as exc:
-            print(f"forksafe: {name}: skipped: {exc.message}", file=sys.stderr)
+            print(f"forksafe: {name}: {exc.message}", file=sys.stderr)
             continue
         except Exception as exc:
             print(f"forksafe: error: {name}: internal error ({type(exc).__name__}: {exc}); please report it", file=sys.stderr)

@@ -58,12 +58,15 @@ class Config:
         )
 
     def is_enabled(self, code: str, default_on: bool) -> bool:
-        """flake8 semantics: the longest matching prefix of select/ignore wins; select wins ties."""
+        """flake8's semantics, so both front ends select the same rules: the longest matching
+        prefix of select/ignore wins, select wins ties, and rules that are off by default (FRK501)
+        sit in the ignore list (flake8's extend-default-ignore), so only naming them selects them."""
         sel = self.select + self.extend_select
+        ignore = self.ignore + (() if default_on else (code,))
         s = max((len(p) for p in sel if code.startswith(p)), default=-1)
-        i = max((len(p) for p in self.ignore if code.startswith(p)), default=-1)
+        i = max((len(p) for p in ignore if code.startswith(p)), default=-1)
         if s < 0 and i < 0:
-            return default_on and not self.select
+            return not self.select
         if s < 0:
             return False
         if i < 0:

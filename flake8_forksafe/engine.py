@@ -5,7 +5,7 @@ Rules are classes in ``flake8_forksafe/checks/`` registered in one list (``check
 
 from __future__ import annotations
 
-import codecs
+import ast
 import io
 import re
 import tokenize
@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Dict, Iterator, List, Optional, Sequence, Tupl
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from flake8_forksafe import prefilter
 from flake8_forksafe.analysis import Analysis
 from flake8_forksafe.config import Config
 
@@ -113,11 +114,11 @@ def decode(source: Union[str, bytes], path: str = "<string>") -> str:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
     except SyntaxError as exc:
-        raise SourceError(f"cannot decode: {exc.msg if hasattr(exc, 'msg') else exc}") from None
+        raise SourceError(f"skipped: cannot decode: {exc.msg if hasattr(exc, 'msg') else exc}") from None
     try:
         text = source.decode(encoding)
     except (UnicodeDecodeError, LookupError) as exc:
-        raise SourceError(f"cannot decode as {encoding}: {_one_line(exc)}") from None
+        raise SourceError(f"skipped: cannot decode as {encoding}: {_one_line(exc)[:160]}") from None
     if text.startswith("\ufeff"):
         text = text[1:]
     return text
@@ -153,30 +154,27 @@ def parse(text: str, path: str = "<string>") -> cst.Module:
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        return _syntax_error(exc)
+        raise SourceError(_syntax_message(text, exc)) from None
     except RecursionError:
         raise SourceError("skipped: nesting too deep to parse") from None
     except (ValueError, MemoryError) as exc:
-        raise SourceError(f"syntax error: {_one_line(exc)}") from None
+        raise SourceError(f"skipped: syntax error: {_one_line(exc)[:160]}") from None
 
 
-def _syntax_error(exc: cst.ParserSyntaxError):
-    msg = exc.message.splitlines()[0] if exc.message else "invalid syntax"
-    raise SourceError(f"syntax error at line {exc.raw_line}, column {exc.raw_column}: {msg}") from None
+def _syntax_message(text: str, exc: cst.ParserSyntaxError) -> str:
+    """Python's own wording and position (as flake8's E999), computed only for broken files."""
+    try:
+        compile(text, "<checked>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as err:
+        return f"skipped: syntax error at line {err.lineno}, column {err.offset or 0}: {err.msg}"
+    except (RecursionError, MemoryError, ValueError):
+        return "skipped: syntax error: nesting too deep"
+    first = (exc.message or "invalid syntax").splitlines()[0]
+    return f"skipped: syntax not supported by the parser at line {exc.raw_line}: {first[:160]}"
 
 
 def could_have_findings(text: str, config: Config) -> bool:
-    return _anchor_regex(config.knowledge.anchors).search(text) is not None
-
-
-_ANCHOR_CACHE: Dict[Tuple[str, ...], "re.Pattern[str]"] = {}
-
-
-def _anchor_regex(anchors: Tuple[str, ...]) -> "re.Pattern[str]":
-    rx = _ANCHOR_CACHE.get(anchors)
-    if rx is None:
-        rx = _ANCHOR_CACHE[anchors] = re.compile("|".join(anchors))
-    return rx
+    return prefilter.could_have_findings(text, config.knowledge)
 
 
 def enabled_rules(config: Config) -> List[Rule]:

@@ -1,18 +1,56 @@
 """Output formats of ``forksafe check``: text, json, sarif (2.1.0), github (workflow commands).
 
 Columns: ``Finding.col`` is 0-based (as flake8 plugins report them); every format shows it 1-based,
-as flake8, ruff and editors display columns.
+as flake8, ruff and editors display columns. Columns count code points (SARIF: ``columnKind``
+``unicodeCodePoints``).
+
+Paths: text and json show the path as given on the command line. SARIF and GitHub annotations need
+paths relative to the repository root (the directory the tool runs in, in CI): an absolute path
+under the current directory is made relative, and every path is written with ``/`` separators
+(SARIF additionally percent-encodes it, as a URI reference must be).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Callable, Dict, List, Sequence
+import os
+import posixpath
+import urllib.parse
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from flake8_forksafe import __version__
 from flake8_forksafe.engine import DOCS_URL, Finding
 
 FORMATS = ("text", "json", "sarif", "github")
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://github.com/flake8-forksafe/flake8-forksafe"
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+def _end(f: Finding) -> Optional[Tuple[int, int]]:
+    """(end_line, end_col) when the finding has a usable end (after its start), else None."""
+    if f.end_line > f.line or (f.end_line == f.line and f.end_col > f.col):
+        return f.end_line, f.end_col
+    return None
+
+
+def relative_posix(path: str) -> str:
+    """The path relative to the current directory when it lies under it, with ``/`` separators,
+    normalised, without a leading ``./``. Paths outside the current directory keep their ``..``."""
+    p = path
+    if os.path.isabs(p):
+        try:
+            p = os.path.relpath(p)
+        except ValueError:  # another drive (Windows): nothing relative to say
+            return p.replace("\\", "/")
+    p = posixpath.normpath(p.replace("\\", "/"))
+    return "" if p == "." else p
+
+
+# ------------------------------------------------------------------------------------ text / json
 
 
 def text(findings: Sequence[Finding]) -> str:
@@ -22,13 +60,14 @@ def text(findings: Sequence[Finding]) -> str:
 def as_json(findings: Sequence[Finding]) -> str:
     rows = []
     for f in findings:
+        end = _end(f)
         rows.append(
             {
                 "path": f.path,
                 "line": f.line,
                 "column": f.col + 1,
-                "end_line": f.end_line,
-                "end_column": f.end_col + 1,
+                "end_line": end[0] if end else None,
+                "end_column": end[1] + 1 if end else None,
                 "code": f.code,
                 "name": f.name,
                 "message": f.message,
@@ -39,57 +78,84 @@ def as_json(findings: Sequence[Finding]) -> str:
     return json.dumps(rows, indent=2) + "\n"
 
 
+# ------------------------------------------------------------------------------------------ sarif
+
+
 def _rule_docs(code: str) -> str:
     from flake8_forksafe.docs import rule_doc
 
     return rule_doc(code) or ""
 
 
-def sarif(findings: Sequence[Finding]) -> str:
-    from flake8_forksafe.checks import ALL_RULES
+def _one_paragraph(s: str) -> str:
+    return " ".join(s.split())
+
+
+def _rule_descriptor(rule: Any) -> Dict[str, Any]:
     from flake8_forksafe.docs import rule_summary
 
-    rules = []
+    summary = rule_summary(rule)
+    full = _one_paragraph(rule.__doc__ or "") or summary
+    help_text = full
+    if rule.fix_applicability:
+        title = f": {rule.fix_title}" if rule.fix_title else ""
+        help_text += f" Automatic fix ({rule.fix_applicability}){title}."
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": summary},
+        "fullDescription": {"text": full},
+        "helpUri": DOCS_URL.format(code=rule.code),
+        "help": {"text": help_text, "markdown": _rule_docs(rule.code) or help_text},
+        "defaultConfiguration": {"level": "warning", "enabled": bool(rule.default_enabled)},
+        "properties": {
+            "tags": ["multiprocessing", "pytorch", "dataloader"],
+            "fix": rule.fix_applicability or "none",
+        },
+    }
+
+
+def sarif_uri(path: str) -> str:
+    """A relative URI reference for a path: relative POSIX path, percent-encoded."""
+    return urllib.parse.quote(relative_posix(path) or path, safe="/")
+
+
+def sarif_document(findings: Sequence[Finding]) -> Dict[str, Any]:
+    from flake8_forksafe.checks import ALL_RULES
+
+    rules: List[Dict[str, Any]] = []
     index: Dict[str, int] = {}
-    for i, r in enumerate(ALL_RULES):
-        index[r.code] = i
-        rules.append(
-            {
-                "id": r.code,
-                "name": r.name,
-                "shortDescription": {"text": rule_summary(r)},
-                "fullDescription": {"text": (r.__doc__ or rule_summary(r)).strip()},
-                "helpUri": DOCS_URL.format(code=r.code),
-                "help": {"text": rule_summary(r), "markdown": _rule_docs(r.code) or rule_summary(r)},
-                "defaultConfiguration": {"level": "warning", "enabled": bool(r.default_enabled)},
-                "properties": {"fix": r.fix_applicability or "none", "tags": ["multiprocessing", "pytorch"]},
-            }
-        )
+    for r in ALL_RULES:
+        index[r.code] = len(rules)
+        rules.append(_rule_descriptor(r))
     results = []
     for f in findings:
+        if f.code not in index:  # a code this version does not know (an old cache entry): still valid
+            index[f.code] = len(rules)
+            rules.append({"id": f.code, "helpUri": DOCS_URL.format(code=f.code)})
+        region: Dict[str, int] = {"startLine": max(1, f.line), "startColumn": max(0, f.col) + 1}
+        end = _end(f)
+        if end is not None:
+            region["endLine"] = end[0]
+            region["endColumn"] = end[1] + 1  # exclusive, as libcst's end column
         results.append(
             {
                 "ruleId": f.code,
-                "ruleIndex": index.get(f.code, 0),
+                "ruleIndex": index[f.code],
                 "level": "warning",
-                "message": {"text": f.message},
+                "message": {"text": f.message or f.name or f.code},
                 "locations": [
                     {
                         "physicalLocation": {
-                            "artifactLocation": {"uri": f.path.replace("\\", "/").lstrip("./") or f.path},
-                            "region": {
-                                "startLine": f.line,
-                                "startColumn": f.col + 1,
-                                "endLine": max(f.end_line, f.line),
-                                "endColumn": f.end_col + 1,
-                            },
+                            "artifactLocation": {"uri": sarif_uri(f.path)},
+                            "region": region,
                         }
                     }
                 ],
             }
         )
-    doc = {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+    return {
+        "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
         "runs": [
             {
@@ -97,32 +163,50 @@ def sarif(findings: Sequence[Finding]) -> str:
                     "driver": {
                         "name": "flake8-forksafe",
                         "version": __version__,
-                        "informationUri": "https://github.com/flake8-forksafe/flake8-forksafe",
+                        "semanticVersion": __version__,
+                        "informationUri": INFORMATION_URI,
                         "rules": rules,
                     }
                 },
+                "columnKind": "unicodeCodePoints",
                 "results": results,
             }
         ],
     }
-    return json.dumps(doc, indent=2) + "\n"
 
 
-def _gh_escape(s: str, prop: bool = False) -> str:
-    s = s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    if prop:
-        s = s.replace(":", "%3A").replace(",", "%2C")
-    return s
+def sarif(findings: Sequence[Finding]) -> str:
+    return json.dumps(sarif_document(findings), indent=2) + "\n"
+
+
+# ----------------------------------------------------------------------------------------- github
+
+
+def escape_data(s: str) -> str:
+    """A workflow command's message (@actions/core ``escapeData``)."""
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(s: str) -> str:
+    """A workflow command's property value (@actions/core ``escapeProperty``)."""
+    return escape_data(s).replace(":", "%3A").replace(",", "%2C")
 
 
 def github(findings: Sequence[Finding]) -> str:
+    """``::warning file=...,line=...::message`` annotations. Columns are given only for a
+    single-line region: GitHub ignores (the API rejects) columns that span lines."""
     out = []
     for f in findings:
-        props = (
-            f"file={_gh_escape(f.path, True)},line={f.line},col={f.col + 1},"
-            f"endLine={max(f.end_line, f.line)},endColumn={f.end_col + 1},title={_gh_escape(f.code + ' ' + f.name, True)}"
-        )
-        out.append(f"::warning {props}::{_gh_escape(f.code + ' ' + f.message)}\n")
+        props = [f"file={escape_property(relative_posix(f.path) or f.path)}", f"line={max(1, f.line)}"]
+        end = _end(f)
+        if end is not None and end[0] > f.line:
+            props.append(f"endLine={end[0]}")
+        else:
+            props.append(f"col={f.col + 1}")
+            if end is not None:
+                props.append(f"endColumn={end[1] + 1}")
+        props.append(f"title={escape_property(f'{f.code} {f.name}'.strip())}")
+        out.append(f"::warning {','.join(props)}::{escape_data(f'{f.code} {f.message}')}\n")
     return "".join(out)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,8 +55,8 @@ class Knowledge:
     rng_constructors: FrozenSet[str]
     seeders: FrozenSet[str]
     seed_sources: FrozenSet[str]
-    # Words a file must contain to possibly hold a finding (the textual pre-filter).
-    anchors: Tuple[str, ...] = field(default=())
+    # Words a file must contain to possibly hold a dataset/loader finding (the textual pre-filter).
+    words: Tuple[str, ...] = field(default=())
 
     def extended(self, handle_factories=(), dataset_bases=(), loaders=()) -> "Knowledge":
         if not (handle_factories or dataset_bases or loaders):
@@ -65,18 +64,16 @@ class Knowledge:
         factories = dict(self.factories)
         for name in handle_factories:
             factories.setdefault(name, Factory(name))
-        new = Knowledge(
+        extra_words = tuple(n.rsplit(".", 1)[-1] for n in (*dataset_bases, *loaders))
+        return Knowledge(
             **{
                 **self.__dict__,
                 "factories": factories,
                 "dataset_bases": self.dataset_bases | frozenset(dataset_bases),
-                "dataset_base_suffixes": self.dataset_base_suffixes,
                 "loaders": self.loaders | frozenset(loaders),
+                "words": tuple(dict.fromkeys(self.words + extra_words)),
             }
         )
-        extra_anchors = tuple(r"\b%s\b" % re.escape(n.rsplit(".", 1)[-1]) for n in (*dataset_bases, *loaders))
-        object.__setattr__(new, "anchors", tuple(dict.fromkeys(self.anchors + extra_anchors)))
-        return new
 
 
 def _load(name: str) -> dict:
@@ -124,27 +121,12 @@ def default_knowledge() -> Knowledge:
         rng_constructors=frozenset(rng["constructors"]),
         seeders=frozenset(rng["seeders"]),
         seed_sources=frozenset(rng["seed_sources"]),
-        # Every rule needs one of these (regular expressions) in the file: a dataset or loader
-        # (FRK1xx-3xx, 6xx), a worker starter (FRK401), a start method or context (FRK402-404,
-        # FRK501), a worker_init_fn (FRK602). tests/test_prefilter.py proves no finding is lost.
-        anchors=tuple(
+        # The textual pre-filter (prefilter.py): a file with none of these words cannot have a finding.
+        words=tuple(
             dict.fromkeys(
-                (
-                    "Dataset",
-                    "DataLoader",
-                    r"\bdatasets\b",
-                    "set_start_method",
-                    "set_forkserver_preload",
-                    "get_context",
-                    "multiprocessing_context",
-                    r"\bProcess\b",
-                    r"\bPool\b",
-                    "ProcessPoolExecutor",
-                    r"\bspawn\b",
-                    "start_processes",
-                    "worker_init_fn",
-                )
-                + tuple(r"\b%s\b" % b.rsplit(".", 1)[-1] for b in datasets["bases"])
+                ("Dataset", "DataLoader", "DataPipe", "datasets", "worker_init_fn")
+                + tuple(b.rsplit(".", 1)[-1] for b in datasets["bases"])
+                + tuple(l.rsplit(".", 1)[-1] for l in datasets["loaders"])
             )
         ),
     )

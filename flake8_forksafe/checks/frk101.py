@@ -2,18 +2,94 @@
 
 from __future__ import annotations
 
-from typing import Iterator, List
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional
 
 import libcst as cst
 
 from flake8_forksafe.analysis import (
     Analysis,
-    getstate_drops,
-    has_pid_check,
+    ClassInfo,
+    FuncInfo,
+    KeptHandle,
+    SelfAssign,
+    chain_root,
     kept_handles,
     released_in,
+    self_attr,
 )
 from flake8_forksafe.engine import SAFE, Example, Report, Rule
+from flake8_forksafe.fixes.lazy_handle import (
+    LazyPlan,
+    apply_lazy,
+    closed_by_with,
+    getstate_leaves_out,
+    is_lazy,
+    plan_lazy,
+    reopens_per_process,
+    returned_handle,
+)
+
+
+@dataclass(eq=False)
+class Kept:
+    cls: ClassInfo
+    fn: FuncInfo
+    sa: SelfAssign
+    handle: KeptHandle
+
+
+def parent_kept_handles(a: Analysis, cls: ClassInfo) -> List[Kept]:
+    """Handles a dataset opens eagerly on the parent side and keeps (lazy ones are FRK103's)."""
+    out: List[Kept] = []
+    parent = a.parent_side(cls)
+    for fn in parent:
+        for sa in fn.self_assigns:
+            if sa.kind == "del" or sa.value is None:
+                continue
+            kept = kept_handles(a, sa, fn)
+            if not kept and isinstance(sa.value, cst.Call):
+                ret = returned_handle(a, sa.value, fn)  # self.env = open_env(path)
+                if ret is not None:
+                    kept = [KeptHandle(sa.value, ret[1], direct=sa.kind == "assign", container=sa.kind == "container")]
+            if not kept or is_lazy(a, cls, fn, sa.attr):
+                continue
+            if _closed_local(fn, sa.value):
+                continue  # f = h5py.File(p); self.x = f["x"]; f.close(): nothing open is kept
+            for k in kept:
+                if not k.container and (released_in(parent, sa.attr) or closed_by_with(parent, sa.attr)):
+                    continue
+                if getstate_leaves_out(a, cls, sa.attr) and reopens_per_process(a, cls, sa.attr):
+                    continue
+                out.append(Kept(cls, fn, sa, k))
+    return out
+
+
+def _closed_local(fn: FuncInfo, value: cst.BaseExpression) -> bool:
+    root = chain_root(value)
+    return isinstance(root, cst.Name) and root.value in fn.closed
+
+
+def _derives(a: Analysis, value: Optional[cst.BaseExpression], me: str, attr: str, factory) -> bool:
+    """``value`` is a handle derived from ``self.attr`` (``self.env.begin()``, ``self.f["x"]``)."""
+    depth = 0
+    while value is not None and depth < 8:
+        depth += 1
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            if value.func.attr.value not in factory.derived:
+                return False
+            value = value.func.value
+        elif isinstance(value, cst.Subscript):
+            from flake8_forksafe.analysis import _is_data_slice
+
+            if not factory.subscript or _is_data_slice(value):
+                return False
+            value = value.value
+        else:
+            return self_attr(value, me) == attr
+        if self_attr(value, me) == attr:
+            return True
+    return False
 
 
 class HandleOpenedInInit(Rule):
@@ -52,6 +128,34 @@ class DS(Dataset):
         with h5py.File(path, "r") as f:
             self.n = len(f["x"])
 """,
+        # closed before __init__ returns
+        """
+from torch.utils.data import Dataset
+
+class DS(Dataset):
+    def __init__(self, path):
+        self.f = open(path, "rb")
+        self.header = self.f.read(16)
+        self.f.close()
+""",
+        # memory maps are not handles
+        """
+import numpy as np
+from torch.utils.data import Dataset
+
+class DS(Dataset):
+    def __init__(self, path):
+        self.x = np.load(path, mmap_mode="r")
+        self.y = np.memmap(path + ".y", dtype="float32", mode="r")
+""",
+        # not a dataset
+        """
+import sqlite3
+
+class Index:
+    def __init__(self, path):
+        self.db = sqlite3.connect(path)
+""",
     ]
     INVALID = [
         Example(
@@ -66,41 +170,106 @@ class DS(Dataset):
     def __getitem__(self, i):
         with self.env.begin() as txn:
             return txn.get(str(i).encode())
-"""
+""",
+            """
+import lmdb
+from torch.utils.data import Dataset
+import os
+
+class DS(Dataset):
+    def __init__(self, path):
+        self._env_args = (path,)  # FRK101: 19
+
+    def __getitem__(self, i):
+        with self.env.begin() as txn:
+            return txn.get(str(i).encode())
+
+    @property
+    def env(self):
+        \"\"\"The lmdb.open() handle of this process: opened on first use, reopened after a fork.\"\"\"
+        if getattr(self, "_env_pid", None) != os.getpid():
+            self._close_env()
+            self._env = lmdb.open(*self._env_args, readonly=True)
+            self._env_pid = os.getpid()
+        return self._env
+
+    def _close_env(self):
+        \"\"\"Close this process's lmdb.open() handle if it is open (the next use reopens it).\"\"\"
+        handle = getattr(self, "_env", None)
+        self._env = self._env_pid = None
+        if handle is not None:
+            handle.close()
+
+    def __getstate__(self):
+        \"\"\"Leave the per-process objects out of the pickle: each process makes its own on first use.\"\"\"
+        state = self.__dict__.copy()
+        state.pop("_env", None)
+        state.pop("_env_pid", None)
+        return state
+""",
         ),
+        # a derived transaction is kept: reported, not fixed automatically
+        """
+import lmdb
+from torch.utils.data import Dataset
+
+class DS(Dataset):
+    def __init__(self, path):
+        env = lmdb.open(path, readonly=True)  # FRK101: 14
+        self.txn = env.begin()
+
+    def __getitem__(self, i):
+        return self.txn.get(str(i).encode())
+""",
     ]
 
     def check(self, a: Analysis) -> Iterator[Report]:
+        found: List[Kept] = []
         for cls in a.dataset_classes:
-            drops = getstate_drops(a, cls)
-            if drops is not None and has_pid_check(a, cls):
-                continue  # already drops the handle when pickled and reopens per process
-            parent = a.parent_side(cls)
-            for fn in parent:
-                for sa in fn.self_assigns:
-                    if sa.attr in fn.lazy_attrs:
-                        continue  # lazy open: FRK103's business
-                    for kept in kept_handles(a, sa, fn):
-                        if not kept.container and released_in(parent, sa.attr):
-                            continue
-                        yield self.report(
-                            kept.call,
-                            self.message(cls.name, fn, sa.attr, kept),
-                            fixable=kept.direct and not kept.container,
-                            data=(cls, fn, sa, kept),
-                        )
+            found += parent_kept_handles(a, cls)
+        by_call: Dict[int, List[Kept]] = {}
+        for k in found:
+            by_call.setdefault(id(k.handle.call), []).append(k)
+        for k in found:
+            group = by_call[id(k.handle.call)]
+            if group[0] is not k:
+                continue  # one finding per factory call
+            fix = self._plan(a, k, group)
+            yield self.report(
+                k.handle.call,
+                self.message(k, fix),
+                fixable=isinstance(fix, LazyPlan),
+                data=fix,
+            )
+
+    def _plan(self, a: Analysis, k: Kept, group: List[Kept]):
+        h = k.handle
+        if h.container:
+            return "the handle is kept in a container"
+        attrs = {(g.sa.attr) for g in group}
+        if not h.direct or len(attrs) > 1 or len(group) > 1 and any(not g.handle.direct for g in group):
+            return "an object derived from the handle is kept"
+        me = k.fn.self_name or "self"
+        for fn in a.parent_side(k.cls):
+            for sa in fn.self_assigns:
+                if sa is not k.sa and _derives(a, sa.value, fn.self_name or me, k.sa.attr, h.factory):
+                    return f"self.{sa.attr} keeps an object derived from it"
+        return plan_lazy(a, k.fn, k.sa, h.call, f"{h.factory.name}()", h.factory.close)
 
     @staticmethod
-    def message(cls_name: str, fn, attr: str, kept) -> str:
-        what = kept.factory.name
-        where = "a container on " if kept.container else ""
+    def message(k: Kept, fix) -> str:
+        what = k.handle.factory.name
+        where = "a container on " if k.handle.container else ""
+        fn = k.fn
         in_ = "__init__" if fn.name == "__init__" else f"{fn.name}() on the parent side"
+        owner = fn.cls.name if fn.cls is not None else k.cls.name
+        tail = "open it lazily in each worker process"
+        if not isinstance(fix, LazyPlan):
+            tail += f" (no automatic fix: {fix})"
         return (
-            f"{what}() opened in {cls_name}.{in_} and kept in {where}self.{attr}: forked DataLoader "
-            f"workers share it and spawn cannot pickle it; open it lazily per worker process"
+            f"{what}() opened in {owner}.{in_} and kept in {where}self.{k.sa.attr}: forked DataLoader "
+            f"workers share the parent's handle and spawn workers cannot pickle it; {tail}"
         )
 
     def fix(self, a: Analysis, reports: List[Report]) -> cst.Module:
-        from flake8_forksafe.fixes.lazy_handle import apply_lazy_handles
-
-        return apply_lazy_handles(a, [(r.data[0], r.data[2].attr, r.data[3].call) for r in reports])
+        return apply_lazy(a, [r.data for r in reports if isinstance(r.data, LazyPlan)])

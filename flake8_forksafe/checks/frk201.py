@@ -1,0 +1,583 @@
+"""FRK201: a lambda kept on a dataset or given to a DataLoader that starts worker processes.
+
+Also the shared part of FRK201/FRK202: where a callable ends up pickled for spawn/forkserver workers
+("sinks": stored on a dataset instance, passed into a dataset constructor, given to a DataLoader as
+``collate_fn``/``worker_init_fn``/...), and which lambdas, local functions and local classes an
+expression keeps (``Keeper``).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+
+from flake8_forksafe.analysis import (
+    Analysis,
+    CallSite,
+    ClassInfo,
+    FuncInfo,
+    LoaderCall,
+    dotted,
+    no_worker_processes,
+    param_default,
+    string_value,
+)
+from flake8_forksafe.engine import SAFE, Example, Report, Rule
+from flake8_forksafe.knowledge import data_dir
+
+# DataLoader parameters that take a callable or an object, with their positional index.
+LOADER_CALLABLES = (("sampler", 3), ("batch_sampler", 4), ("collate_fn", 6), ("worker_init_fn", 10))
+SPAWN_HINT = "spawn/forkserver workers cannot pickle it (it only works under fork)"
+
+
+@functools.lru_cache(maxsize=None)
+def transient_calls() -> Tuple[frozenset, frozenset]:
+    """Calls that use a function argument without keeping it (``rules/unpicklable.toml``)."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    with open(data_dir() / "unpicklable.toml", "rb") as fh:
+        t = tomllib.load(fh).get("transient", {})
+    return frozenset(t.get("functions", ())), frozenset(t.get("methods", ()))
+
+
+# --------------------------------------------------------------------------------------------------
+# what an expression keeps
+
+
+@dataclass
+class Leaf:
+    kind: str  # "lambda", "def" (a local function), "class" (a local class, or an instance of one)
+    node: cst.CSTNode  # the Lambda, FunctionDef or ClassDef
+    hint: str  # a name describing where it is used (attribute, keyword, variable)
+    in_lambda_call: bool  # wrapped in transforms.Lambda(...)
+
+
+def local_definition(a: Analysis, name: str, scope: Optional[FuncInfo]):
+    """The FuncInfo / ClassInfo of a function or class named ``name`` defined inside a function that
+    encloses ``scope`` (innermost first), or None."""
+    f = scope
+    while f is not None:
+        for n in f.nested:
+            if n.name == name and n.cls is None and n.parent is f:
+                return n
+        for c in a.classes:
+            if c.in_function is f and c.name == name:
+                return c
+        f = f.parent
+    return None
+
+
+class Keeper:
+    """Finds the lambdas, local functions and local classes whose objects an expression keeps:
+    through containers, calls that wrap their arguments (``transforms.Lambda``, ``Compose``,
+    ``functools.partial``, ``defaultdict``...), conditional expressions and local variables or
+    parameter defaults. Lambdas given to transient calls (``sorted(key=...)``, ``map``, ``filter``...)
+    and immediately called lambdas are not kept."""
+
+    MAX_DEPTH = 8
+
+    def __init__(self, a: Analysis) -> None:
+        self.a = a
+        self.functions, self.methods = transient_calls()
+
+    def leaves(self, expr: cst.BaseExpression, scope: Optional[FuncInfo], hint: str) -> List[Leaf]:
+        out: List[Leaf] = []
+        self._walk(expr, scope, hint, False, 0, set(), out)
+        return out
+
+    def is_transient(self, call: cst.Call) -> bool:
+        q = self.a.qualify(call.func)
+        if q is not None and q in self.functions:
+            return True
+        return isinstance(call.func, cst.Attribute) and call.func.attr.value in self.methods
+
+    def _walk(self, e, scope, hint, lam, depth, seen: Set[int], out: List[Leaf]) -> None:
+        if e is None or depth > self.MAX_DEPTH or id(e) in seen:
+            return
+        seen.add(id(e))
+        go = functools.partial(self._walk, depth=depth + 1, seen=seen, out=out)
+        if isinstance(e, cst.Lambda):
+            out.append(Leaf("lambda", e, hint, lam))
+        elif isinstance(e, cst.Name):
+            self._name(e.value, scope, lam, depth, seen, out)
+        elif isinstance(e, cst.Call):
+            if isinstance(e.func, cst.Lambda) or self.is_transient(e):
+                return
+            if isinstance(e.func, cst.Name):
+                d = local_definition(self.a, e.func.value, scope)
+                if isinstance(d, ClassInfo):  # an instance of a local class
+                    out.append(Leaf("class", d.node, d.name, False))
+            wrap = (dotted(e.func) or "").rsplit(".", 1)[-1] == "Lambda"
+            for arg in e.args:
+                go(arg.value, scope, arg.keyword.value if arg.keyword is not None else hint, lam or wrap)
+        elif isinstance(e, (cst.List, cst.Tuple, cst.Set)):
+            for el in e.elements:
+                go(el.value, scope, hint, lam)
+        elif isinstance(e, cst.Dict):
+            for el in e.elements:
+                key = string_value(el.key) if isinstance(el, cst.DictElement) else None
+                go(el.value, scope, key if key and key.isidentifier() else hint, lam)
+        elif isinstance(e, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            go(e.elt, scope, hint, lam)
+        elif isinstance(e, cst.DictComp):
+            go(e.value, scope, hint, lam)
+        elif isinstance(e, cst.IfExp):
+            go(e.body, scope, hint, lam)
+            go(e.orelse, scope, hint, lam)
+        elif isinstance(e, cst.BooleanOperation):
+            go(e.left, scope, hint, lam)
+            go(e.right, scope, hint, lam)
+        elif isinstance(e, cst.Subscript):
+            go(e.value, scope, hint, lam)
+        elif isinstance(e, cst.NamedExpr):
+            go(e.value, scope, hint, lam)
+
+    def _name(self, name, scope, lam, depth, seen, out) -> None:
+        d = local_definition(self.a, name, scope)
+        if isinstance(d, FuncInfo):
+            out.append(Leaf("def", d.node, name, lam))
+            return
+        if isinstance(d, ClassInfo):
+            out.append(Leaf("class", d.node, name, lam))
+            return
+        go = functools.partial(self._walk, depth=depth + 1, seen=seen, out=out)
+        f = scope
+        while f is not None:
+            if name in f.local_assigns:
+                for v in f.local_assigns[name]:
+                    go(v, f, name, lam)
+                return
+            if name in f.params:
+                default = param_default(f, name)
+                if default is not None:
+                    go(default, f.parent, name, lam)  # defaults are evaluated outside the function
+                return
+            f = f.parent
+        for v in self.a.module_assigns.get(name, ()):
+            go(v, None, name, lam)
+
+
+# --------------------------------------------------------------------------------------------------
+# where callables get pickled
+
+
+@dataclass
+class Sink:
+    what: str  # "stored on dataset DS (self.transform)", for messages
+    exempt: bool  # every loader it reaches has num_workers=0
+    leaves: List[Leaf]
+
+
+def qualname(fn: Optional[FuncInfo]) -> str:
+    """``build.<locals>.DS.__init__``, as pickle names local objects."""
+    parts: List[str] = []
+    f = fn
+    while f is not None:
+        parts.append(f"{f.cls.name}.{f.name}" if f.cls is not None else f.name)
+        f = f.parent
+    return ".<locals>.".join(reversed(parts))
+
+
+def loader_sites(a: Analysis) -> List[LoaderCall]:
+    """Every DataLoader call, and the ``super().__init__(...)`` of DataLoader subclasses."""
+    out = list(a.loader_calls)
+    classes = a.loader_classes
+    for site in a.calls:
+        fn = site.func
+        if fn is not None and fn.cls is not None and fn.cls in classes and is_super_init(site.node):
+            out.append(LoaderCall(a, site))
+    return out
+
+
+def is_super_init(call: cst.Call) -> bool:
+    f = call.func
+    return (
+        isinstance(f, cst.Attribute)
+        and f.attr.value == "__init__"
+        and isinstance(f.value, cst.Call)
+        and dotted(f.value.func) == "super"
+    )
+
+
+def _base_init_class(a: Analysis, site: CallSite) -> Optional[ClassInfo]:
+    """The dataset class whose base constructor ``super().__init__(...)`` / ``Base.__init__(self, ...)``
+    calls, when ``site`` is one inside a dataset class."""
+    fn = site.func
+    cls = a.owner_class(fn)
+    if cls is None or cls not in a.dataset_classes:
+        return None
+    f = site.node.func
+    if is_super_init(site.node):
+        return cls
+    if isinstance(f, cst.Attribute) and f.attr.value == "__init__" and isinstance(f.value, cst.Name):
+        base = a.class_named(f.value.value)
+        if base is not None and base in a.dataset_classes:
+            return cls
+    return None
+
+
+def dataset_constructor(a: Analysis, site: CallSite) -> Optional[str]:
+    """The name of the dataset class ``site`` constructs (same-file dataset classes, classes of
+    ``dataset_modules`` such as ``torchvision.datasets``, dataset base names), or None."""
+    f = site.node.func
+    if isinstance(f, cst.Name):
+        d = local_definition(a, f.value, site.func)
+        if isinstance(d, ClassInfo):
+            return d.name if d in a.dataset_classes else None
+        c = a.module_classes.get(f.value)
+        if c is not None:
+            return c.name if c in a.dataset_classes else None
+    q = site.qname
+    if not q:
+        return None
+    last = q.rsplit(".", 1)[-1]
+    if last[:1].isupper() and any(q.startswith(m + ".") for m in a.knowledge.dataset_modules):
+        return last
+    if a._is_dataset_base_name(q):
+        return last
+    return None
+
+
+class Sinks:
+    """Where objects get pickled for worker processes, with what each keeps."""
+
+    def __init__(self, a: Analysis, loader_args: Sequence[str]) -> None:
+        self.a = a
+        self.keeper = Keeper(a)
+        self.loader_args = loader_args
+
+    def __iter__(self) -> Iterator[Sink]:
+        yield from self.dataset_attributes()
+        yield from self.loader_arguments()
+        yield from self.constructor_arguments()
+
+    def dataset_attributes(self) -> Iterator[Sink]:
+        """``self.x = ...`` (or a container on self) in a dataset's methods, except methods that only
+        run inside workers (a lambda created there is never pickled)."""
+        a = self.a
+        found: Dict[int, Tuple[FuncInfo, str, List[ClassInfo], List[Leaf]]] = {}
+        for cls in a.dataset_classes:
+            worker = {id(f) for f in a.worker_side(cls)}
+            parent = {id(f) for f in a.parent_side(cls)}
+            for fn in a.class_functions(cls):
+                if id(fn) in worker and id(fn) not in parent:
+                    continue
+                for sa in fn.self_assigns:
+                    if sa.kind == "del" or sa.value is None:
+                        continue
+                    key = id(sa)
+                    if key not in found:
+                        found[key] = (fn, sa.attr, [], self.keeper.leaves(sa.value, fn, sa.attr))
+                    found[key][2].append(cls)
+        for fn, attr, classes, leaves in found.values():
+            if not leaves:
+                continue
+            owner = fn.cls.name if fn.cls is not None else classes[0].name
+            yield Sink(
+                f"stored on dataset {owner} (self.{attr})",
+                all(no_worker_processes(a, c) for c in classes),
+                leaves,
+            )
+
+    def loader_arguments(self) -> Iterator[Sink]:
+        for lc in loader_sites(self.a):
+            if lc.workers == "zero":
+                continue
+            for kw, index in LOADER_CALLABLES:
+                if kw not in self.loader_args:
+                    continue
+                value = lc.arg(kw, index)
+                if value is None:
+                    continue
+                leaves = self.keeper.leaves(value, lc.site.func, kw)
+                if leaves:
+                    yield Sink(f"passed as {kw} to a DataLoader whose num_workers is not 0", False, leaves)
+
+    def constructor_arguments(self) -> Iterator[Sink]:
+        a = self.a
+        for site in a.calls:
+            base = _base_init_class(a, site)
+            name = dataset_constructor(a, site) if base is None else None
+            if base is None and name is None:
+                continue
+            leaves: List[Leaf] = []
+            default_hint = (name or base.name).lower()
+            for arg in site.node.args:
+                hint = arg.keyword.value if arg.keyword is not None else default_hint
+                leaves += self.keeper.leaves(arg.value, site.func, hint)
+            if not leaves:
+                continue
+            if base is not None:
+                yield Sink(f"passed to the base constructor of dataset {base.name}", no_worker_processes(a, base), leaves)
+            else:
+                yield Sink(f"passed to the dataset constructor {name}()", self.call_exempt(site), leaves)
+
+    def call_exempt(self, site: CallSite) -> bool:
+        """The dataset built by ``site`` reaches only loaders with num_workers=0."""
+        a = self.a
+        if a.all_loaders_zero:
+            return True
+        mine = [lc for lc in a.loader_calls if self._flows_into(site, lc)]
+        return bool(mine) and all(lc.workers == "zero" for lc in mine)
+
+    def _flows_into(self, site: CallSite, lc: LoaderCall) -> bool:
+        ds = lc.arg("dataset", 0)
+        if ds is site.node:
+            return True
+        if isinstance(ds, cst.Name):
+            return any(v is site.node for v in self.a.local_values(ds.value, lc.site.func))
+        return False
+
+    def attribute_stores(self) -> Iterator[Sink]:
+        """``ds.transform = lambda ...`` on a local dataset object (lambdas only: the analysis records
+        the statement around each lambda)."""
+        a = self.a
+        done: Set[int] = set()
+        for lam, fn, stmt in a.lambdas:
+            if not isinstance(stmt, cst.Assign) or id(stmt) in done:
+                continue
+            done.add(id(stmt))
+            for t in stmt.targets:
+                tgt = t.target
+                if not (isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name)):
+                    continue
+                var = tgt.value.value
+                if fn is not None and var == fn.self_name:
+                    continue  # self.x = ...: dataset_attributes
+                calls = [v for v in a.local_values(var, fn) if isinstance(v, cst.Call)]
+                sites = [s for s in a.calls if any(s.node is c for c in calls)]
+                ctor = [s for s in sites if dataset_constructor(a, s)]
+                if not ctor:
+                    continue
+                leaves = self.keeper.leaves(stmt.value, fn, tgt.attr.value)
+                if leaves:
+                    yield Sink(
+                        f"stored on dataset object {var}.{tgt.attr.value}",
+                        all(self.call_exempt(s) for s in ctor),
+                        leaves,
+                    )
+
+
+def collect(a: Analysis, kinds: Sequence[str], loader_args: Sequence[str], extra=()) -> List[Tuple[Leaf, str]]:
+    """(leaf, where) for every kept leaf of the given kinds that reaches a non-exempt sink; one per
+    node, the first sink in source-independent but stable order giving the message."""
+    sinks = Sinks(a, loader_args)
+    out: Dict[int, Tuple[Leaf, str]] = {}
+    streams = [iter(sinks)] + [getattr(sinks, e)() for e in extra]
+    for stream in streams:
+        for sink in stream:
+            if sink.exempt:
+                continue
+            for leaf in sink.leaves:
+                if leaf.kind in kinds and id(leaf.node) not in out:
+                    out[id(leaf.node)] = (leaf, sink.what)
+    return list(out.values())
+
+
+# --------------------------------------------------------------------------------------------------
+# the rule
+
+
+class LambdaInDataset(Rule):
+    """A lambda kept on a dataset (an attribute, a stored default argument, inside
+    ``transforms.Lambda``/``Compose`` kept on self), passed into a dataset constructor, or given to a
+    DataLoader with worker processes as ``collate_fn``/``worker_init_fn``/``sampler``/``batch_sampler``.
+    Fork copies it, but spawn and forkserver workers receive the dataset and these callables pickled,
+    and a lambda cannot be pickled."""
+
+    code = "FRK201"
+    name = "lambda-in-dataset"
+    fix_applicability = SAFE
+    fix_title = "Move the lambda to a module-level function (functools.partial for captured values)"
+
+    VALID = [
+        # transient lambdas: the result kept is not a callable
+        """
+from torch.utils.data import Dataset
+
+class DS(Dataset):
+    def __init__(self, files):
+        self.files = sorted(files, key=lambda p: p.stem)
+        self.sizes = list(map(lambda p: p.stat().st_size, self.files))
+        self.largest = max(self.files, key=lambda p: p.stat().st_size)
+
+    def __getitem__(self, i):
+        return self.files[i]
+""",
+        # every loader has num_workers=0
+        """
+from torch.utils.data import DataLoader, Dataset
+
+class DS(Dataset):
+    def __init__(self):
+        self.transform = lambda x: x * 2
+
+    def __getitem__(self, i):
+        return self.transform(i)
+
+loader = DataLoader(DS(), batch_size=4, num_workers=0, collate_fn=lambda b: b)
+""",
+        # functools.partial of a module-level function
+        """
+import functools
+from torch.utils.data import DataLoader
+
+def pad_collate(batch, pad):
+    return batch
+
+def make(ds):
+    return DataLoader(ds, num_workers=4, collate_fn=functools.partial(pad_collate, pad=0))
+""",
+    ]
+    INVALID = [
+        Example(
+            """
+import torchvision.transforms as T
+from torch.utils.data import Dataset
+
+
+class DS(Dataset):
+    def __init__(self, scale):
+        self.transform = T.Lambda(lambda x: x * scale)  # FRK201: 34
+
+    def __getitem__(self, i):
+        return self.transform(i)
+""",
+            """
+import functools
+import torchvision.transforms as T
+from torch.utils.data import Dataset
+
+
+def _transform_lambda(x, *, scale):
+    return x * scale
+
+
+class DS(Dataset):
+    def __init__(self, scale):
+        self.transform = T.Lambda(functools.partial(_transform_lambda, scale=scale))
+
+    def __getitem__(self, i):
+        return self.transform(i)
+""",
+        ),
+        Example(
+            """
+from torch.utils.data import DataLoader
+
+
+def make_loader(ds):
+    return DataLoader(ds, num_workers=2, collate_fn=lambda b: b)  # FRK201: 52
+""",
+            """
+from torch.utils.data import DataLoader
+
+
+def _collate_fn(b):
+    return b
+
+
+def make_loader(ds):
+    return DataLoader(ds, num_workers=2, collate_fn=_collate_fn)
+""",
+        ),
+        # self captured: reported, no automatic fix
+        """
+from torch.utils.data import Dataset
+
+class DS(Dataset):
+    def __init__(self, mean):
+        self.mean = mean
+        self.norm = lambda x: x - self.mean  # FRK201: 20
+
+    def __getitem__(self, i):
+        return self.norm(i)
+""",
+    ]
+
+    def check(self, a: Analysis) -> Iterator[Report]:
+        if not a.lambdas:
+            return
+        found = collect(a, ("lambda",), [k for k, _ in LOADER_CALLABLES], extra=("attribute_stores",))
+        if not found:
+            return
+        order = {id(lam): i for i, (lam, _, _) in enumerate(a.lambdas)}
+        found.sort(key=lambda lw: order.get(id(lw[0].node), 0))
+        from flake8_forksafe.fixes.hoist import locate
+
+        locs = locate(a.module, [leaf.node for leaf, _ in found])
+        for leaf, what in found:
+            plan = lambda_plan(a, leaf.node, locs.get(id(leaf.node)))
+            yield self.report(
+                leaf.node,
+                f"lambda {what}: {SPAWN_HINT}; use a module-level function (functools.partial to bind values)",
+                fixable=plan.problem is None,
+                data=leaf,
+            )
+
+    def fix(self, a: Analysis, reports: List[Report]) -> cst.Module:
+        from flake8_forksafe.fixes import hoist
+
+        module = a.module
+        locs = hoist.locate(module, [r.node for r in reports])
+        hoisted = {id(r.node) for r in reports}
+        names = hoist.NameAllocator(module)
+        partial_ref, need_import = hoist.partial_reference(module)
+        h = hoist.Hoister()
+        for r in reports:
+            lam, leaf, loc = r.node, r.data, locs.get(id(r.node))
+            if loc is None or any(id(s) in hoisted for s in loc.scopes):
+                continue  # inside another lambda moved now: the next round takes it
+            plan = lambda_plan(a, lam, loc)
+            if plan.problem is not None:
+                continue
+            name = names.fresh(hoist.function_name(leaf.hint, leaf.in_lambda_call))
+            h.add(loc.index, hoist.lambda_to_def(lam, name, plan, module))
+            if plan.partial:
+                h.replace[id(lam)] = hoist.partial_call(name, plan.partial, partial_ref)
+                h.need_functools = h.need_functools or need_import
+            else:
+                h.replace[id(lam)] = cst.Name(name)
+        return module.visit(h)
+
+
+def lambda_plan(a: Analysis, lam: cst.Lambda, loc):
+    """How the lambda can be hoisted: captured locals to bind, local imports to repeat, or the problem."""
+    from flake8_forksafe.fixes import hoist
+
+    if loc is None:
+        return hoist.Captures(problem="not found")
+    if _contains_yield(lam.body):
+        return hoist.Captures(problem="it yields")
+    params = hoist.param_names(lam.params)
+    body = [n for n in hoist.reads(lam.body) if n not in params]
+    defaults: Dict[str, None] = {}
+    for p in lam.params.params + lam.params.posonly_params + lam.params.kwonly_params:
+        if p.default is not None:
+            defaults.update(hoist.reads(p.default))
+    caps = hoist.captures(loc, lam, body, allow_partial=True, outer=defaults)
+    if caps.problem is None:
+        late = hoist.defined_after(a.module, loc.index, defaults)
+        if late:
+            caps.problem = f"its default uses {late!r}, defined later in the module"
+    return caps
+
+
+def _contains_yield(node: cst.CSTNode) -> bool:
+    class V(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.found = False
+
+        def visit_Yield(self, n: cst.Yield) -> None:
+            self.found = True
+
+    v = V()
+    node.visit(v)
+    return v.found

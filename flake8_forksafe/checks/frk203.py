@@ -1,0 +1,250 @@
+"""FRK203: an unpicklable or fork-unsafe object (lock, queue, thread, generator, module) kept on a dataset."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional
+
+import libcst as cst
+
+from flake8_forksafe.analysis import Analysis, ClassInfo, FuncInfo, SelfAssign, self_attr
+from flake8_forksafe.engine import SAFE, Example, Report, Rule
+from flake8_forksafe.fixes.lazy_handle import (
+    LazyPlan,
+    apply_lazy,
+    getstate_leaves_out,
+    is_lazy,
+    plan_lazy,
+    reads_attr,
+    reopens_per_process,
+)
+
+ADVICE = {
+    "lazy": "create it lazily in each worker process",
+    "thread": "start it in the process that uses it, not in the dataset's __init__",
+    "generator": "keep the iterable (a list, a path) and create the generator in __iter__ or __getitem__",
+    "module": "import the module where it is used instead of storing it on self",
+}
+
+
+@dataclass(eq=False)
+class Hit:
+    node: cst.CSTNode  # the constructor call, generator expression or module name
+    label: str  # "threading.Lock()", "a generator", "the module h5py"
+    kind: str  # "lazy", "thread", "generator", "module"
+    direct: bool  # the kept value is the constructor call itself, assigned with =
+
+
+def _classify(a: Analysis, value: Optional[cst.BaseExpression], fn: FuncInfo, depth: int = 0) -> List[Hit]:
+    if value is None or depth > 3:
+        return []
+    if isinstance(value, cst.Call):
+        q = a.qualify(value.func)
+        if q is not None and q in a.knowledge.unpicklable:
+            return [Hit(value, f"{q}()", "lazy" if a.knowledge.unpicklable[q] else "thread", True)]
+        target = None
+        if isinstance(value.func, cst.Name) and value.func.value not in a.aliases:
+            target = a.function_named(value.func.value, fn)
+        elif isinstance(value.func, cst.Attribute) and fn.self_name and self_attr(value.func, fn.self_name):
+            cls = a.owner_class(fn)
+            if cls is not None:
+                target = a.resolve_method(cls, value.func.attr.value)
+        if target is not None and target.is_generator:
+            return [Hit(value, f"the generator {target.name}()", "generator", False)]
+        return []
+    if isinstance(value, cst.GeneratorExp):
+        return [Hit(value, "a generator expression", "generator", False)]
+    if isinstance(value, cst.Name):
+        name = value.value
+        if name in fn.params or name in fn.local_assigns:
+            out = []
+            for v in fn.local_assigns.get(name, []):
+                out += [Hit(h.node, h.label, h.kind, False) for h in _classify(a, v, fn, depth + 1)]
+            return out
+        if a.is_module_object(value) and not _bound_locally(fn, name):
+            return [Hit(value, f"the module {a.aliases.get(name, name)}", "module", False)]
+        return []
+    elements: List[cst.BaseExpression] = []
+    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+        elements = [e.value for e in value.elements]
+    elif isinstance(value, cst.Dict):
+        elements = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+    elif isinstance(value, (cst.ListComp, cst.SetComp)):
+        elements = [value.elt]
+    elif isinstance(value, cst.DictComp):
+        elements = [value.value]
+    out = []
+    for el in elements:
+        out += [Hit(h.node, h.label, h.kind, False) for h in _classify(a, el, fn, depth + 1)]
+    return out
+
+
+def _bound_locally(fn: FuncInfo, name: str) -> bool:
+    f: Optional[FuncInfo] = fn
+    while f is not None:
+        if name in f.params or name in f.local_assigns:
+            return True
+        f = f.parent
+    return False
+
+
+class UnpicklableObjectOnDataset(Rule):
+    """A ``threading`` lock, event, semaphore, condition or thread, a ``queue.Queue``, a generator or
+    a module object created on the parent side and kept on a dataset: spawn workers cannot unpickle
+    the dataset, and fork copies the object into every worker in whatever state it is in (a lock a
+    parent thread holds at fork is held forever)."""
+
+    code = "FRK203"
+    name = "unpicklable-object-on-dataset"
+    fix_applicability = SAFE
+    fix_title = "Create the lock or queue lazily in each worker process and drop it when pickling"
+
+    VALID = [
+        # multiprocessing primitives are made to cross processes
+        """
+import multiprocessing as mp
+from torch.utils.data import Dataset
+
+class DS(Dataset):
+    def __init__(self, n):
+        self.n = n
+        self.lock = mp.Lock()
+        self.counter = mp.Value("i", 0)
+
+    def __getitem__(self, i):
+        with self.lock:
+            self.counter.value += 1
+        return i
+""",
+        # created lazily in the worker
+        """
+import threading
+from torch.utils.data import Dataset
+
+class DS(Dataset):
+    def __init__(self):
+        self.lock = None
+
+    def __getitem__(self, i):
+        if self.lock is None:
+            self.lock = threading.Lock()
+        with self.lock:
+            return i
+""",
+    ]
+    INVALID = [
+        Example(
+            """
+import threading
+from torch.utils.data import Dataset
+
+class DS(Dataset):
+    def __init__(self, items):
+        self.items = items
+        self.lock = threading.Lock()  # FRK203: 20
+
+    def __getitem__(self, i):
+        with self.lock:
+            return self.items[i]
+""",
+            """
+import threading
+from torch.utils.data import Dataset
+import os
+
+class DS(Dataset):
+    def __init__(self, items):
+        self.items = items
+        self._lock = self._lock_pid = None  # FRK203: 20
+
+    def __getitem__(self, i):
+        with self.lock:
+            return self.items[i]
+
+    @property
+    def lock(self):
+        \"\"\"The threading.Lock() of this process: created on first use, never shared with a fork.\"\"\"
+        if getattr(self, "_lock_pid", None) != os.getpid():
+            self._lock = threading.Lock()
+            self._lock_pid = os.getpid()
+        return self._lock
+
+    def __getstate__(self):
+        \"\"\"Leave the per-process objects out of the pickle: each process makes its own on first use.\"\"\"
+        state = self.__dict__.copy()
+        state.pop("_lock", None)
+        state.pop("_lock_pid", None)
+        return state
+""",
+        ),
+        """
+import h5py
+from torch.utils.data import Dataset
+
+class DS(Dataset):
+    def __init__(self, path):
+        self.path = path
+        self.h5py = h5py  # FRK203: 20
+
+    def __getitem__(self, i):
+        with self.h5py.File(self.path, "r") as f:
+            return f["x"][i]
+""",
+    ]
+
+    def check(self, a: Analysis) -> Iterator[Report]:
+        done = set()
+        for cls in a.dataset_classes:
+            parent = a.parent_side(cls)
+            for fn in parent:
+                for sa in fn.self_assigns:
+                    if sa.kind == "del" or sa.value is None:
+                        continue
+                    hits = _classify(a, sa.value, fn)
+                    if not hits or is_lazy(a, cls, fn, sa.attr):
+                        continue
+                    for hit in hits:
+                        if id(hit.node) in done:
+                            continue
+                        if getstate_leaves_out(a, cls, sa.attr) and (
+                            hit.kind == "module" or reopens_per_process(a, cls, sa.attr)
+                        ):
+                            continue
+                        done.add(id(hit.node))
+                        plan = self._plan(a, cls, fn, sa, hit, parent)
+                        yield self.report(
+                            hit.node,
+                            self.message(cls, fn, sa, hit, plan),
+                            fixable=isinstance(plan, LazyPlan),
+                            data=plan,
+                        )
+
+    @staticmethod
+    def _plan(a: Analysis, cls: ClassInfo, fn: FuncInfo, sa: SelfAssign, hit: Hit, parent: List[FuncInfo]):
+        if hit.kind != "lazy":
+            return f"a {hit.kind} cannot be recreated per process"
+        if not hit.direct or sa.kind != "assign":
+            return "it is not assigned directly to an attribute"
+        if reads_attr(parent, sa.attr):
+            return f"the parent side uses self.{sa.attr}: a fresh object per process would lose its state"
+        assert isinstance(hit.node, cst.Call)
+        return plan_lazy(a, fn, sa, hit.node, hit.label, None)
+
+    @staticmethod
+    def message(cls: ClassInfo, fn: FuncInfo, sa: SelfAssign, hit: Hit, plan) -> str:
+        owner = fn.cls.name if fn.cls is not None else cls.name
+        where = "__init__" if fn.name == "__init__" else f"{fn.name}() on the parent side"
+        kept = f"a container on self.{sa.attr}" if sa.kind == "container" or not hit.direct and sa.value is not hit.node and not isinstance(sa.value, cst.Name) else f"self.{sa.attr}"
+        if hit.kind == "module":
+            why = "spawn workers cannot pickle a module"
+        elif hit.kind == "generator":
+            why = "spawn workers cannot pickle a generator and forked workers each replay a copy of it"
+        else:
+            why = "spawn workers cannot pickle it and fork copies it into every worker in its current state"
+        tail = ADVICE[hit.kind]
+        if not isinstance(plan, LazyPlan) and hit.kind == "lazy":
+            tail += f" (no automatic fix: {plan})"
+        return f"{hit.label} created in {owner}.{where} and kept in {kept}: {why}; {tail}"
+
+    def fix(self, a: Analysis, reports: List[Report]) -> cst.Module:
+        return apply_lazy(a, [r.data for r in reports if isinstance(r.data, LazyPlan)])

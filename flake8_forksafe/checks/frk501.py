@@ -1,0 +1,141 @@
+"""FRK501: a DataLoader with spawn / forkserver workers that are restarted every epoch."""
+
+from __future__ import annotations
+
+from typing import Iterator, List, Optional
+
+import libcst as cst
+
+from flake8_forksafe.analysis import Analysis, FuncInfo, LoaderCall, keyword, string_value
+from flake8_forksafe.engine import SAFE, Example, Report, Rule
+from flake8_forksafe.fixes.start_method import set_keyword_in
+
+RESTARTED = ("spawn", "forkserver")
+
+
+def context_method(a: Analysis, expr: Optional[cst.BaseExpression], scope: Optional[FuncInfo], depth: int = 0) -> Optional[str]:
+    """The start method an explicit context names: ``"spawn"``, ``get_context("forkserver")``, or a
+    name bound to either; None when unknown."""
+    if expr is None or depth > 4:
+        return None
+    s = string_value(expr)
+    if s is not None:
+        return s
+    if isinstance(expr, cst.Call) and a.qualify(expr.func) in a.knowledge.get_context:
+        arg = keyword(expr, "method")
+        value = arg.value if arg is not None else (expr.args[0].value if expr.args and expr.args[0].keyword is None else None)
+        return string_value(value)
+    if isinstance(expr, cst.Name):
+        values = a.local_values(expr.value, scope)
+        methods = {context_method(a, v, scope, depth + 1) for v in values}
+        if len(methods) == 1:
+            return methods.pop()
+    return None
+
+
+def restarted_workers(a: Analysis, lc: LoaderCall) -> Optional[str]:
+    """The spawn-like method of a loader whose workers are restarted each epoch, else None."""
+    if a.module_classes.get(lc.site.qname or "") is not None:
+        return None  # a same-file DataLoader subclass may set persistent_workers itself
+    if lc.arg("num_workers", 5) is None or lc.workers == "zero":
+        return None
+    method = context_method(a, lc.arg("multiprocessing_context", 11), lc.site.func)
+    if method not in RESTARTED:
+        return None
+    if keyword(lc.node, "persistent_workers") is not None or any(arg.star == "**" for arg in lc.node.args):
+        return None  # set explicitly (even to False: a deliberate choice), or maybe in **kwargs
+    return method
+
+
+class SpawnWorkersNotPersistent(Rule):
+    """A DataLoader given a spawn or forkserver context and worker processes, without
+    ``persistent_workers=True``: every epoch starts new workers, each re-importing the main module
+    and unpickling the dataset. Off by default: a performance hint."""
+
+    code = "FRK501"
+    name = "spawn-workers-not-persistent"
+    default_enabled = False
+    fix_applicability = SAFE
+    fix_title = "Pass persistent_workers=True to the DataLoader"
+
+    VALID = [
+        """
+from torch.utils.data import DataLoader
+
+loader = DataLoader(range(10), num_workers=2, multiprocessing_context="spawn", persistent_workers=True)
+""",
+        # fork workers are cheap to restart
+        """
+from torch.utils.data import DataLoader
+
+loader = DataLoader(range(10), num_workers=2, multiprocessing_context="fork")
+""",
+        # no workers
+        """
+from torch.utils.data import DataLoader
+
+loader = DataLoader(range(10), num_workers=0, multiprocessing_context="spawn")
+""",
+    ]
+    INVALID = [
+        Example(
+            """
+from torch.utils.data import DataLoader
+
+loader = DataLoader(range(10), num_workers=2, multiprocessing_context="spawn")  # FRK501: 9
+""",
+            """
+from torch.utils.data import DataLoader
+
+loader = DataLoader(range(10), num_workers=2, multiprocessing_context="spawn", persistent_workers=True)  # FRK501: 9
+""",
+        ),
+        Example(
+            """
+import multiprocessing as mp
+import torch.utils.data as tud
+
+ctx = mp.get_context("forkserver")
+
+
+def make(ds, workers):
+    return tud.DataLoader(  # FRK501: 11
+        ds,
+        batch_size=32,
+        num_workers=workers,
+        multiprocessing_context=ctx,
+    )
+""",
+            """
+import multiprocessing as mp
+import torch.utils.data as tud
+
+ctx = mp.get_context("forkserver")
+
+
+def make(ds, workers):
+    return tud.DataLoader(  # FRK501: 11
+        ds,
+        batch_size=32,
+        num_workers=workers,
+        multiprocessing_context=ctx,
+        persistent_workers=True,
+    )
+""",
+        ),
+    ]
+
+    def check(self, a: Analysis) -> Iterator[Report]:
+        for lc in a.loader_calls:
+            method = restarted_workers(a, lc)
+            if method is None:
+                continue
+            yield self.report(
+                lc.node,
+                f"DataLoader with {method} workers but without persistent_workers=True: every epoch "
+                f"starts new workers, each re-importing the main module and unpickling the dataset; "
+                f"pass persistent_workers=True",
+            )
+
+    def fix(self, a: Analysis, reports: List[Report]) -> cst.Module:
+        return set_keyword_in(a.module, [r.node for r in reports], "persistent_workers", "True")

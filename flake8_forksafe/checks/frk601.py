@@ -1,0 +1,233 @@
+"""FRK601: an RNG object created on the parent side of a dataset and drawn from in the workers."""
+
+from __future__ import annotations
+
+from typing import Dict, Iterator, List, Set, Tuple
+
+import libcst as cst
+
+from flake8_forksafe.analysis import Analysis, ClassInfo, FuncInfo, no_worker_processes, self_attr
+from flake8_forksafe.engine import UNSAFE, Example, Report, Rule
+from flake8_forksafe.fixes.rng import (
+    KeptRng,
+    RngPlan,
+    apply_rng,
+    group_fixable,
+    kept_rngs,
+    plan_rng,
+    renewed_worker_side,
+    worker_init_renewal,
+)
+
+
+class _PassedOn(cst.CSTVisitor):
+    """``self.<attr>`` used other than as the receiver of a method call or attribute (``self.rng.normal``)
+    and other than as an assignment target: the RNG object itself is handed to something."""
+
+    def __init__(self, self_name: str) -> None:
+        self.self_name = self_name
+        self.receivers: Set[int] = set()
+        self.targets: Set[int] = set()
+        self.passed: Set[str] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self.targets.add(id(t.target))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.targets.add(id(node.target))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.receivers.add(id(node.value))
+        if id(node) in self.targets or id(node) in self.receivers:
+            return
+        attr = self_attr(node, self.self_name)
+        if attr:
+            self.passed.add(attr)
+
+
+def passed_on(fn: FuncInfo, node: cst.CSTNode) -> Set[str]:
+    if not fn.self_name:
+        return set()
+    v = _PassedOn(fn.self_name)
+    node.visit(v)
+    return v.passed
+
+
+class RngCreatedInInit(Rule):
+    """An RNG object (``np.random.default_rng``, ``np.random.RandomState``, ``random.Random``,
+    ``torch.Generator``) created in ``__init__`` (or what it calls), kept on the dataset and drawn
+    from in ``__getitem__`` / ``__iter__``: every DataLoader worker gets a copy of the same
+    generator state (fork copies the process, spawn pickles the dataset), so all workers produce
+    the same "random" augmentations, and every epoch replays them. The global ``np.random``,
+    ``random`` and ``torch`` RNGs do not have this problem: the DataLoader reseeds them in each
+    worker."""
+
+    code = "FRK601"
+    name = "rng-created-in-init"
+    fix_applicability = UNSAFE
+    fix_title = "Create the RNG lazily in each worker process, seeded from the worker's seed"
+
+    VALID = [
+        # the global RNGs are reseeded per worker by the DataLoader
+        """
+import numpy as np
+from torch.utils.data import Dataset
+
+class DS(Dataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __getitem__(self, i):
+        return np.random.normal(size=3)
+""",
+        # created in the worker from the worker's seed
+        """
+import numpy as np
+import torch
+from torch.utils.data import IterableDataset
+
+class Stream(IterableDataset):
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        rng = np.random.default_rng(info.seed if info is not None else 0)
+        while True:
+            yield rng.normal(size=3)
+""",
+        # re-created per worker by the worker_init_fn
+        """
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class DS(Dataset):
+    def __init__(self):
+        self.rng = np.random.default_rng(0)
+
+    def __getitem__(self, i):
+        return self.rng.normal(size=3)
+
+    def __len__(self):
+        return 8
+
+def worker_init_fn(worker_id):
+    info = torch.utils.data.get_worker_info()
+    info.dataset.rng = np.random.default_rng(info.seed)
+
+loader = DataLoader(DS(), num_workers=2, worker_init_fn=worker_init_fn)
+""",
+    ]
+    INVALID = [
+        Example(
+            """
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+class DS(Dataset):
+    def __init__(self, n, seed=0):
+        self.n = n
+        self.rng = np.random.default_rng(seed)  # FRK601: 19
+
+    def __getitem__(self, i):
+        return self.rng.normal(size=3)
+""",
+            expected_fix='''
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+import os
+
+class DS(Dataset):
+    def __init__(self, n, seed=0):
+        self.n = n
+        self._rng_seed = seed  # FRK601: 19
+
+    def __getitem__(self, i):
+        return self.rng.normal(size=3)
+
+    @property
+    def rng(self):
+        """The np.random.default_rng() of this process: in a DataLoader worker, seeded from the worker's seed."""
+        if getattr(self, "_rng_pid", None) != os.getpid():
+            info = torch.utils.data.get_worker_info()
+            self._rng = np.random.default_rng(self._rng_seed if info is None else info.seed)
+            self._rng_pid = os.getpid()
+        return self._rng
+
+    @rng.setter
+    def rng(self, value):
+        self._rng = value
+        self._rng_pid = os.getpid()
+
+    def __getstate__(self):
+        """Pickle without the per-process RNGs: each worker process builds its own."""
+        state = self.__dict__.copy()
+        state.pop("_rng", None)
+        state.pop("_rng_pid", None)
+        return state
+''',
+        ),
+    ]
+
+    def check(self, a: Analysis) -> Iterator[Report]:
+        found: List[Tuple[ClassInfo, FuncInfo, object, KeptRng, str]] = []
+        renewal = None
+        for cls in a.dataset_classes:
+            if no_worker_processes(a, cls):
+                continue
+            worker = a.worker_side(cls)
+            if not worker:
+                continue
+            if renewal is None:
+                renewal = worker_init_renewal(a)
+            drawn: Set[str] = set()
+            for fn in worker:
+                drawn |= fn.self_reads
+            renewed = renewed_worker_side(a, worker) | renewal.attrs
+            hooks = [m for m in (a.resolve_method(cls, name) for name in renewal.methods) if m is not None]
+            if hooks:
+                renewed |= renewed_worker_side(a, a.closure(cls, hooks))
+            parent = a.parent_side(cls)
+            handed: Dict[str, bool] = {}  # attr -> the RNG object is passed to something on the parent side
+            for fn in parent:
+                for sa in fn.self_assigns:
+                    if sa.value is not None and sa.attr in drawn:
+                        for attr in passed_on(fn, sa.value):
+                            drawn.add(attr)  # self.aug = Augment(rng=self.rng): drawn through self.aug
+                for attr in passed_on(fn, fn.node.body):
+                    handed[attr] = True
+            for fn in parent:
+                for sa in fn.self_assigns:
+                    if sa.kind not in ("assign", "container") or sa.attr not in drawn or sa.attr in renewed:
+                        continue
+                    for kept in kept_rngs(a, sa, fn):
+                        found.append((cls, fn, sa, kept, "passed" if handed.get(sa.attr) else ""))
+        plans: Dict[int, object] = {}
+        groups: Dict[Tuple[int, str], List[RngPlan]] = {}
+        for cls, fn, sa, kept, passed in found:
+            if passed or not kept.direct:
+                continue
+            plan = plan_rng(a, fn, sa, kept)
+            plans[id(kept.ctor)] = plan
+            if isinstance(plan, RngPlan):
+                groups.setdefault((id(plan.owner.node), plan.attr), []).append(plan)
+        for cls, fn, sa, kept, passed in found:
+            plan = plans.get(id(kept.ctor))
+            fixable = isinstance(plan, RngPlan) and group_fixable(groups[(id(plan.owner.node), plan.attr)])
+            yield self.report(kept.ctor, self.message(cls, fn, sa.attr, kept), fixable=fixable, data=plan)
+
+    @staticmethod
+    def message(cls: ClassInfo, fn: FuncInfo, attr: str, kept: KeptRng) -> str:
+        owner = fn.cls.name if fn.cls is not None else cls.name
+        in_ = f"{owner}.__init__" if fn.name == "__init__" else f"{owner}.{fn.name}() on the parent side"
+        where = f"a container on self.{attr}" if kept.container else f"self.{attr}"
+        what = kept.qname.replace("numpy.", "np.", 1)
+        return (
+            f"{what}() created in {in_} and kept in {where} is copied into every DataLoader worker (fork "
+            f"copies it, spawn pickles it): all workers draw the same numbers, every epoch; create it "
+            f"lazily in each worker, seeded from torch.utils.data.get_worker_info().seed"
+        )
+
+    def fix(self, a: Analysis, reports: List[Report]) -> cst.Module:
+        return apply_rng(a, [r.data for r in reports if isinstance(r.data, RngPlan)])

@@ -1,0 +1,307 @@
+"""FRK602: a worker_init_fn that seeds the RNGs from constants and the worker id only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
+
+import libcst as cst
+
+from flake8_forksafe.analysis import Analysis, CallSite, FuncInfo, callable_target, keyword, positional
+from flake8_forksafe.engine import UNSAFE, Example, Report, Rule
+from flake8_forksafe.fixes.cuda import calls_within
+from flake8_forksafe.fixes.lazy_handle import ensure_imports, module_level_names
+
+# DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory,
+#            drop_last, timeout, worker_init_fn, ...)
+WORKER_INIT_INDEX = 10
+# Builtins that turn a constant into a constant (`int(args.seed) + worker_id`).
+PURE_BUILTINS = frozenset({"int", "abs", "hash", "str", "float", "min", "max", "sum", "pow", "round", "len"})
+# Where a seeder takes its seed: the first positional argument or one of these keywords.
+SEED_KEYWORDS = ("seed", "a", "entropy")
+
+Target = Union[FuncInfo, cst.Lambda]
+
+
+@dataclass(eq=False)
+class ConstantSeed:
+    call: cst.Call  # the seeding call (or the call of a same-module helper that seeds from an argument)
+    arg: cst.Arg  # the seed argument
+    torch_seeder: bool  # torch.manual_seed & co: no `% 2**32` needed
+    with_worker_id: bool  # the seed involves the worker id
+
+
+def _seed_arg(call: cst.Call) -> Optional[cst.Arg]:
+    for kw in SEED_KEYWORDS:
+        arg = keyword(call, kw)
+        if arg is not None:
+            return arg
+    pos = positional(call)
+    return pos[0] if pos else None
+
+
+class _Constness:
+    """Is an expression made only of constants, names that do not change between epochs
+    (module-level names, parameters, attributes like ``args.seed``) and the worker id?"""
+
+    def __init__(self, a: Analysis, scope: Optional[FuncInfo], worker_id: Optional[str], locals_: Dict[str, List[cst.BaseExpression]]):
+        self.a = a
+        self.scope = scope
+        self.worker_id = worker_id
+        self.locals = locals_
+        self.uses_worker_id = False
+
+    def const(self, node: cst.BaseExpression, depth: int = 0) -> bool:
+        if depth > 8:
+            return False
+        if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return not isinstance(node, cst.FormattedString) or all(
+                self.const(p.expression, depth + 1)
+                for p in node.parts
+                if isinstance(p, cst.FormattedStringExpression)
+            )
+        if isinstance(node, cst.Name):
+            if node.value in ("True", "False"):
+                return True
+            if node.value == "None":
+                return False  # seed(None): fresh entropy from the OS
+            if node.value == self.worker_id:
+                self.uses_worker_id = True
+                return True
+            if node.value in self.locals:
+                values = self.locals[node.value]
+                return bool(values) and all(self.const(v, depth + 1) for v in values)
+            return True  # a parameter, a module-level constant, a global like `args`
+        if isinstance(node, cst.Attribute):
+            return self.const(node.value, depth + 1)  # args.seed, cfg.train.seed, self.seed
+        if isinstance(node, cst.Subscript):
+            return self.const(node.value, depth + 1) and all(
+                isinstance(el.slice, cst.Index) and self.const(el.slice.value, depth + 1) for el in node.slice
+            )
+        if isinstance(node, cst.BinaryOperation):
+            return self.const(node.left, depth + 1) and self.const(node.right, depth + 1)
+        if isinstance(node, cst.UnaryOperation):
+            return self.const(node.expression, depth + 1)
+        if isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Name) and node.func.value in PURE_BUILTINS and node.func.value not in self.locals:
+                return all(self.const(arg.value, depth + 1) for arg in node.args)
+            return False  # torch.initial_seed(), get_worker_info(), time.time(), os.getpid(), np.random...
+        return False
+
+
+class ConstantWorkerSeed(Rule):
+    """A ``worker_init_fn`` that seeds numpy / random / torch from constants and the worker id only
+    (``np.random.seed(worker_id)``, ``random.seed(1000 + worker_id)``, ``seed(args.seed + worker_id)``):
+    the DataLoader already gives every worker a different seed that changes every epoch
+    (``torch.initial_seed()``, ``get_worker_info().seed``); reseeding from constants throws that away,
+    so every epoch replays the same augmentations (and ``seed(0)`` makes all workers identical)."""
+
+    code = "FRK602"
+    name = "constant-worker-seed"
+    fix_applicability = UNSAFE
+    fix_title = "Seed from torch.initial_seed() % 2**32 (different per worker and per epoch)"
+
+    VALID = [
+        # the PyTorch documentation's seed_worker
+        """
+import random
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+def seed_worker(worker_id):
+    worker_seed = torch.initial_seed() % 2**32
+    np.random.seed(worker_seed)
+    random.seed(worker_seed)
+
+def make(ds):
+    return DataLoader(ds, num_workers=4, worker_init_fn=seed_worker)
+""",
+        # a worker_init_fn never runs with num_workers=0
+        """
+import numpy as np
+from torch.utils.data import DataLoader
+
+def init_fn(worker_id):
+    np.random.seed(0)
+
+def make(ds):
+    return DataLoader(ds, num_workers=0, worker_init_fn=init_fn)
+""",
+    ]
+    INVALID = [
+        Example(
+            """
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+def worker_init_fn(worker_id):
+    np.random.seed(1000 + worker_id)  # FRK602: 4
+
+def make(ds):
+    return DataLoader(ds, num_workers=4, worker_init_fn=worker_init_fn)
+""",
+            expected_fix="""
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+def worker_init_fn(worker_id):
+    np.random.seed(torch.initial_seed() % 2**32)  # FRK602: 4
+
+def make(ds):
+    return DataLoader(ds, num_workers=4, worker_init_fn=worker_init_fn)
+""",
+        ),
+    ]
+
+    def check(self, a: Analysis) -> Iterator[Report]:
+        for target, worker_id, persistent in worker_init_fns(a):
+            for hit in constant_seeds(a, target, worker_id):
+                if persistent and hit.with_worker_id:
+                    continue  # persistent workers: per-worker streams that go on across epochs
+                yield self.report(hit.call, self.message(target, hit), fixable=True, data=hit)
+
+    @staticmethod
+    def message(target: Target, hit: ConstantSeed) -> str:
+        name = f"worker_init_fn {target.name}()" if isinstance(target, FuncInfo) else "worker_init_fn lambda"
+        if hit.with_worker_id:
+            why = "every epoch replays the same random augmentations"
+        else:
+            why = "every worker and every epoch replay the same random augmentations"
+        return (
+            f"{name} seeds from constants{' and the worker id' if hit.with_worker_id else ''} only: {why} "
+            f"(the DataLoader already gives each worker a fresh seed every epoch); seed from "
+            f"torch.initial_seed() % 2**32 instead"
+        )
+
+    def fix(self, a: Analysis, reports: List[Report]) -> cst.Module:
+        initial_seed, need_torch = _initial_seed_expr(a)
+        args: Dict[int, str] = {}
+        for r in reports:
+            hit: ConstantSeed = r.data
+            args[id(hit.arg)] = f"{initial_seed}()" if hit.torch_seeder else f"{initial_seed}() % 2**32"
+
+        class T(cst.CSTTransformer):
+            def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+                code = args.get(id(original_node))
+                if code is None:
+                    return updated_node
+                return updated_node.with_changes(value=cst.parse_expression(code))
+
+        module = a.module.visit(T())
+        return ensure_imports(module, ["torch"]) if need_torch else module
+
+
+def _initial_seed_expr(a: Analysis) -> Tuple[str, bool]:
+    """How module-level code spells ``torch.initial_seed``, and whether ``import torch`` is needed."""
+    known = module_level_names(a.module)
+    for local, full in sorted(a.aliases.items()):
+        if local in known and full == "torch.initial_seed":
+            return local, False
+    for local, full in sorted(a.aliases.items()):
+        if local in known and full == "torch":
+            return f"{local}.initial_seed", False
+    return "torch.initial_seed", True
+
+
+def worker_init_fns(a: Analysis) -> Iterator[Tuple[Target, Optional[str], bool]]:
+    """(function, the name of its worker-id parameter, every loader using it has persistent_workers=True)
+    for each worker_init_fn given to a DataLoader that starts workers, and each module-level function
+    whose name contains ``worker_init_fn`` that no loader of this module uses."""
+    uses: Dict[int, List[Tuple[Target, Optional[cst.Call], bool, bool]]] = {}
+    order: List[Target] = []
+    for lc in a.loader_calls:
+        target, partial = callable_target(a, lc.arg("worker_init_fn", WORKER_INIT_INDEX), lc.site.func)
+        if target is None:
+            continue
+        pers = lc.arg("persistent_workers")
+        persistent = isinstance(pers, cst.Name) and pers.value == "True"
+        if id(target) not in uses:
+            order.append(target)
+        uses.setdefault(id(target), []).append((target, partial, lc.workers != "zero", persistent))
+    for target in order:
+        entries = uses[id(target)]
+        starting = [e for e in entries if e[2]]
+        if not starting:
+            continue  # only loaders with num_workers=0: a worker_init_fn never runs
+        worker_id = _worker_id_param(target, starting[0][1])
+        yield target, worker_id, all(e[3] for e in starting)
+    for name, fn in a.module_functions.items():
+        if "worker_init_fn" in name and id(fn) not in uses:
+            yield fn, _worker_id_param(fn, None), False
+
+
+def _worker_id_param(target: Target, partial: Optional[cst.Call]) -> Optional[str]:
+    if isinstance(target, cst.Lambda):
+        params = [p.name.value for p in (*target.params.posonly_params, *target.params.params)]
+    else:
+        p = target.node.params
+        params = [x.name.value for x in (*p.posonly_params, *p.params)]
+        if target.self_name and params and params[0] == target.self_name:
+            params = params[1:]
+    if partial is not None:
+        bound_pos = len(positional(partial)) - 1  # the first is the function
+        bound_kw = {arg.keyword.value for arg in partial.args if arg.keyword is not None}
+        params = [x for x in params[max(bound_pos, 0):] if x not in bound_kw]
+    return params[0] if params else None
+
+
+def _sites(a: Analysis, target: Target) -> Tuple[List[CallSite], Optional[FuncInfo]]:
+    if isinstance(target, cst.Lambda):
+        return calls_within(a, target.body), None
+    return list(target.calls), target
+
+
+def constant_seeds(a: Analysis, target: Target, worker_id: Optional[str]) -> List[ConstantSeed]:
+    k = a.knowledge
+    sites, scope = _sites(a, target)
+    locals_ = scope.local_assigns if scope is not None else {}
+    out: List[ConstantSeed] = []
+    helpers = _seeding_helpers(a)
+    for site in sites:
+        q = site.qname or ""
+        helper_param: Optional[str] = None
+        if q in k.seeders:
+            arg = _seed_arg(site.node)
+        elif isinstance(site.node.func, cst.Name) and site.node.func.value in helpers:
+            fn, helper_param = helpers[site.node.func.value]
+            arg = _bound_arg(site.node, fn, helper_param)
+        else:
+            continue
+        if arg is None or arg.star:
+            continue  # seed() without a seed: fresh OS entropy
+        c = _Constness(a, scope, worker_id, locals_)
+        if c.const(arg.value):
+            out.append(ConstantSeed(site.node, arg, q.split(".")[0] == "torch", c.uses_worker_id))
+    return out
+
+
+def _seeding_helpers(a: Analysis) -> Dict[str, Tuple[FuncInfo, str]]:
+    """Module-level functions that pass one of their parameters straight to a seeder
+    (``def set_seed(seed): np.random.seed(seed); torch.manual_seed(seed)``)."""
+    out: Dict[str, Tuple[FuncInfo, str]] = {}
+    k = a.knowledge
+    for name, fn in a.module_functions.items():
+        for site in fn.calls:
+            if (site.qname or "") in k.seeders:
+                arg = _seed_arg(site.node)
+                if arg is not None and isinstance(arg.value, cst.Name) and arg.value.value in fn.params:
+                    if arg.value.value not in fn.local_assigns:
+                        out[name] = (fn, arg.value.value)
+                        break
+    return out
+
+
+def _bound_arg(call: cst.Call, fn: FuncInfo, param: str) -> Optional[cst.Arg]:
+    kw = keyword(call, param)
+    if kw is not None:
+        return kw
+    p = fn.node.params
+    names = [x.name.value for x in (*p.posonly_params, *p.params)]
+    if param not in names:
+        return None
+    i = names.index(param)
+    pos = positional(call)
+    return pos[i] if i < len(pos) else None

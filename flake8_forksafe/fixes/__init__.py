@@ -1,0 +1,1 @@
+"""Fixes shared by several rules."""

@@ -1,0 +1,593 @@
+"""RNG objects kept on a dataset (FRK601): the facts the check needs, and the per-worker lazy RNG fix.
+
+What the fix produces for ``self.rng = np.random.default_rng(seed)`` in ``__init__``::
+
+    def __init__(self, n, seed=0):
+        self._rng_seed = seed                 # the original seed expression, evaluated where it was
+
+    @property
+    def rng(self):
+        \"\"\"np.random.default_rng() of this process: in a DataLoader worker, seeded from the worker's seed.\"\"\"
+        if getattr(self, "_rng_pid", None) != os.getpid():
+            info = torch.utils.data.get_worker_info()
+            self._rng = np.random.default_rng(self._rng_seed if info is None else info.seed)
+            self._rng_pid = os.getpid()
+        return self._rng
+
+    @rng.setter
+    def rng(self, value):
+        self._rng = value
+        self._rng_pid = os.getpid()
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_rng", None)
+        state.pop("_rng_pid", None)
+        return state
+
+- every ``self.rng.<method>(...)`` keeps working unchanged; an assignment ``ds.rng = ...`` goes through
+  the setter;
+- in the main process (``num_workers=0``, or ``ds[i]`` in a notebook) the RNG is the original one,
+  built from the original seed expression: the same stream as before;
+- in a worker it is re-created from ``get_worker_info().seed`` (``base_seed + worker_id``; the
+  DataLoader draws a new ``base_seed`` from torch's RNG, or the loader's ``generator``, every epoch):
+  a different stream per worker and per epoch, reproducible when torch is seeded;
+  ``RandomState`` gets ``info.seed % 2**32`` (it accepts seeds below 2**32 only);
+- the RNG is re-created whenever ``os.getpid()`` changes (fork inherits the parent's object), and
+  ``__getstate__`` leaves it out (spawn pickles the dataset: the child builds its own); an existing
+  ``__getstate__`` of the form ``state = self.__dict__.copy() ... return state`` is extended instead.
+
+``torch.Generator()`` without a seed becomes ``torch.Generator() if info is None else
+torch.Generator().manual_seed(info.seed)``; ``torch.Generator().manual_seed(s)`` and
+``np.random.Generator(np.random.PCG64(s))`` get the seed in the same slot as ``s``.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
+
+import libcst as cst
+
+from flake8_forksafe.analysis import (
+    Analysis,
+    ClassInfo,
+    FuncInfo,
+    SelfAssign,
+    dotted,
+    keyword,
+    positional,
+    self_attr,
+    string_value,
+)
+from flake8_forksafe.fixes.lazy_handle import (
+    Names,
+    _getstate_plan,
+    _has_slots,
+    _local_import,
+    _stmt,
+    _with_blank_line,
+    ensure_imports,
+    line_of,
+    module_level_names,
+    related_classes,
+)
+
+# where each constructor takes its seed: (keyword, positional index)
+SEED_SLOTS = {
+    "numpy.random.default_rng": "seed",
+    "numpy.random.RandomState": "seed",
+    "random.Random": "x",
+    "numpy.random.Generator": "bit_generator",  # the seed is the bit generator's
+    "torch.Generator": "",  # seeded by a chained .manual_seed(seed)
+}
+# RNGs that only accept seeds below 2**32
+SEED_32 = {"numpy.random.RandomState"}
+
+
+# --------------------------------------------------------------------------------------------------
+# facts
+
+
+@dataclass(eq=False)
+class KeptRng:
+    ctor: cst.Call  # the constructor call (where the finding points)
+    qname: str  # numpy.random.default_rng, ...
+    expr: cst.Call  # the whole RNG expression: the ctor, or `torch.Generator().manual_seed(s)`
+    direct: bool  # the assigned value is ``expr`` itself
+    container: bool
+
+
+def ctor_of(a: Analysis, call: cst.Call) -> Optional[str]:
+    q = a.qualify(call.func)
+    if q and q in a.knowledge.rng_constructors:
+        return q
+    return None
+
+
+def rng_source(a: Analysis, expr: Optional[cst.BaseExpression], fn: FuncInfo, depth: int = 0):
+    """If ``expr`` evaluates to an RNG object built here: (ctor call, qname, whole expression, direct)."""
+    if expr is None or depth > 4:
+        return None
+    if isinstance(expr, cst.Call):
+        q = ctor_of(a, expr)
+        if q is not None:
+            return expr, q, expr, True
+        f = expr.func
+        # torch.Generator().manual_seed(s) returns the generator
+        if isinstance(f, cst.Attribute) and f.attr.value == "manual_seed" and isinstance(f.value, cst.Call):
+            q = ctor_of(a, f.value)
+            if q == "torch.Generator":
+                return f.value, q, expr, True
+        return None
+    if isinstance(expr, cst.Name):
+        for v in a.local_values(expr.value, fn):
+            hit = rng_source(a, v, fn, depth + 1)
+            if hit is not None:
+                return hit[0], hit[1], hit[2], False
+    return None
+
+
+def kept_rngs(a: Analysis, sa: SelfAssign, fn: FuncInfo) -> List[KeptRng]:
+    """RNG objects kept on the instance by one ``self.x = ...`` (or a container store)."""
+    value = sa.value
+    if value is None:
+        return []
+    hit = rng_source(a, value, fn)
+    if hit is not None:
+        return [KeptRng(hit[0], hit[1], hit[2], hit[3] and sa.kind == "assign", sa.kind == "container")]
+    elements: List[cst.BaseExpression] = []
+    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+        elements = [e.value for e in value.elements]
+    elif isinstance(value, cst.Dict):
+        elements = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+    elif isinstance(value, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        elements = [value.elt]
+    elif isinstance(value, cst.DictComp):
+        elements = [value.value]
+    out = []
+    for el in elements:
+        hit = rng_source(a, el, fn)
+        if hit is not None:
+            out.append(KeptRng(hit[0], hit[1], hit[2], False, True))
+    return out
+
+
+def reseed_methods(a: Analysis) -> Set[str]:
+    """Method names that re-seed an RNG object in place: the last parts of the configured seeders
+    (``seed``, ``manual_seed``...)."""
+    return {s.rsplit(".", 1)[-1] for s in a.knowledge.seeders}
+
+
+def renewed_worker_side(a: Analysis, fns: Sequence[FuncInfo]) -> Set[str]:
+    """Attributes that worker-side code re-creates (``self.rng = ...``) or re-seeds in place
+    (``self.rng.seed(...)``): such code does not draw from the parent's stream."""
+    out: Set[str] = set()
+    again = reseed_methods(a)
+    for fn in fns:
+        for sa in fn.self_assigns:
+            if sa.kind == "assign":
+                out.add(sa.attr)
+        if not fn.self_name:
+            continue
+        for site in fn.calls:
+            f = site.node.func
+            if isinstance(f, cst.Attribute) and f.attr.value in again:
+                attr = self_attr(f.value, fn.self_name)
+                if attr:
+                    out.add(attr)
+    return out
+
+
+class _DatasetRefs(cst.CSTVisitor):
+    """``<x>.dataset.ATTR = ...``, ``setattr(<x>.dataset, "ATTR", ...)``, ``<x>.dataset.ATTR.seed(...)``
+    and ``<x>.dataset.METHOD(...)`` anywhere (a worker_init_fn renewing the dataset's RNG per
+    worker); ``dataset = get_worker_info().dataset`` aliases count as ``<x>.dataset``."""
+
+    def __init__(self, aliases: Set[str], again: Set[str]) -> None:
+        self.aliases = aliases
+        self.again = again
+        self.attrs: Set[str] = set()
+        self.methods: Set[str] = set()
+
+    def _is_dataset(self, node: cst.BaseExpression) -> bool:
+        if isinstance(node, cst.Attribute):
+            return node.attr.value == "dataset"
+        return isinstance(node, cst.Name) and node.value in self.aliases
+
+    def _target(self, t: cst.BaseExpression) -> None:
+        if isinstance(t, cst.Attribute) and self._is_dataset(t.value):
+            self.attrs.add(t.attr.value)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            for el in t.elements:
+                self._target(el.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._target(t.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._target(node.target)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if isinstance(f, cst.Name) and f.value == "setattr" and len(node.args) >= 2:
+            name = string_value(node.args[1].value)
+            if name and self._is_dataset(node.args[0].value):
+                self.attrs.add(name)
+        elif isinstance(f, cst.Attribute):
+            recv = f.value
+            if self._is_dataset(recv):
+                self.methods.add(f.attr.value)
+            elif f.attr.value in self.again and isinstance(recv, cst.Attribute) and self._is_dataset(recv.value):
+                self.attrs.add(recv.attr.value)
+
+
+@dataclass
+class WorkerInitRenewal:
+    attrs: Set[str]  # attributes a worker_init_fn sets on the worker's dataset
+    methods: Set[str]  # dataset methods a worker_init_fn calls (or that are the worker_init_fn)
+
+
+def worker_init_renewal(a: Analysis) -> WorkerInitRenewal:
+    aliases = set()
+    for fn in a.functions:
+        for name, values in fn.local_assigns.items():
+            if any(isinstance(v, cst.Attribute) and v.attr.value == "dataset" for v in values):
+                aliases.add(name)
+    v = _DatasetRefs(aliases, reseed_methods(a))
+    a.module.visit(v)
+    methods = set(v.methods)
+    for lc in a.loader_calls:
+        arg = lc.arg("worker_init_fn", 10)
+        if isinstance(arg, cst.Attribute):  # worker_init_fn=ds.init_worker: a method of the dataset
+            methods.add(arg.attr.value)
+    return WorkerInitRenewal(v.attrs, methods)
+
+
+# --------------------------------------------------------------------------------------------------
+# the fix: planning
+
+
+@dataclass(eq=False)
+class RngPlan:
+    owner: ClassInfo
+    fn: FuncInfo
+    attr: str
+    small: Union[cst.Assign, cst.AnnAssign]
+    kept: KeptRng
+    seed: Optional[cst.BaseExpression]  # the original seed expression (None: no seed given)
+    slot: Optional[Tuple[cst.Call, Optional[cst.Arg]]]  # (call taking the seed, its seed arg or None)
+    import_stmt: Optional[cst.BaseSmallStatement] = None
+    extend: List[Tuple[FuncInfo, cst.SimpleStatementLine, str]] = field(default_factory=list)
+    add_getstate: bool = False
+
+    @property
+    def names(self) -> Names:
+        return Names(self.attr)
+
+    @property
+    def seed_attr(self) -> str:
+        return f"_{self.names.core}_seed"
+
+
+def _seed_slot(a: Analysis, kept: KeptRng):
+    """(call taking the seed, its seed argument or None) — or None when the seed cannot be placed."""
+    q = kept.qname
+    if q == "torch.Generator":
+        if kept.expr is kept.ctor:
+            return kept.ctor, None  # no seed: the generator's fixed default seed
+        chain = kept.expr
+        return chain, keyword(chain, "seed") or (positional(chain)[0] if positional(chain) else None)
+    if q == "numpy.random.Generator":
+        bit = keyword(kept.ctor, "bit_generator") or (positional(kept.ctor)[0] if positional(kept.ctor) else None)
+        if bit is None or not isinstance(bit.value, cst.Call):
+            return None
+        inner = bit.value
+        if not (a.qualify(inner.func) or "").startswith("numpy.random."):
+            return None
+        return inner, keyword(inner, "seed") or (positional(inner)[0] if positional(inner) else None)
+    name = SEED_SLOTS.get(q)
+    if name is None:
+        return None
+    return kept.ctor, keyword(kept.ctor, name) or (positional(kept.ctor)[0] if positional(kept.ctor) else None)
+
+
+class _FreeNames(cst.CSTVisitor):
+    def __init__(self, skip: Optional[cst.CSTNode]) -> None:
+        self.skip = skip
+        self.names: Set[str] = set()
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if node is self.skip:
+            return False
+        return super().on_visit(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        if node is self.skip:
+            return False
+        node.value.visit(self)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+def plan_rng(a: Analysis, fn: FuncInfo, sa: SelfAssign, kept: KeptRng) -> Union[RngPlan, str]:
+    """How to turn ``self.attr = <RNG>`` into a per-worker lazy RNG, or why it is not done (a phrase)."""
+    owner = fn.cls
+    attr = sa.attr
+    if owner is None or not fn.is_method or not fn.self_name:
+        return "it is not assigned in a method"
+    if owner.in_function is not None:
+        return "the class is defined inside a function"
+    if attr.startswith("__"):
+        return "the attribute name is mangled"
+    small = sa.stmt
+    if isinstance(small, cst.Assign):
+        if len(small.targets) != 1 or small.value is not kept.expr:
+            return "the RNG is not the whole assigned value"
+    elif isinstance(small, cst.AnnAssign):
+        if small.value is not kept.expr:
+            return "the RNG is not the whole assigned value"
+    else:
+        return "the value is not assigned with ="
+    if line_of(fn, small) is None:
+        return "the assignment is not a plain statement"
+    slot = _seed_slot(a, kept)
+    if slot is None:
+        return "the seed cannot be located"
+    call, seed_arg = slot
+    if seed_arg is not None and seed_arg.star:
+        return "the seed is passed with *"
+    if any(arg.star for arg in call.args if arg is not seed_arg) or any(arg.star for arg in kept.ctor.args):
+        return "the constructor is given *args or **kwargs"
+    # the constructor is rebuilt in another method: its other arguments may use only module names
+    free = _FreeNames(seed_arg)
+    kept.expr.visit(free)
+    known = module_level_names(a.module)
+    import_stmt = None
+    head = (dotted(kept.ctor.func) or "").split(".")[0]
+    if not head:
+        return "the constructor is not a plain name"
+    for name in sorted(free.names):
+        if name in known or hasattr(builtins, name) or name == fn.self_name == "self":
+            continue
+        if name == head:
+            import_stmt = _local_import(fn, head)
+            if import_stmt is not None:
+                continue
+        return f"the RNG's arguments use the local name {name}"
+    names = Names(attr)
+    private = names.private() | {f"_{names.core}_seed"}
+    for c in related_classes(a, owner):
+        if _has_slots(c):
+            return f"{c.name} defines __slots__"
+        if attr in c.methods or _class_level(c, attr):
+            return f"{c.name} already defines {attr} in the class body"
+        for g in c.methods.values():
+            for s in g.self_assigns:
+                if s.attr == attr and s.kind == "del":
+                    return f"self.{attr} is deleted in {c.name}.{g.name}"
+                if s.attr in private:
+                    return f"self.{s.attr} is already used"
+            if g.self_reads & private:
+                return "the names the fix needs are already used"
+    gs = _getstate_plan(a, owner, [attr])
+    if isinstance(gs, str):
+        return gs
+    extend, add = gs
+    seed = seed_arg.value if seed_arg is not None else None
+    return RngPlan(owner, fn, attr, small, kept, seed, slot, import_stmt, extend, add)
+
+
+def _class_level(c: ClassInfo, name: str) -> bool:
+    body = c.node.body
+    if not isinstance(body, cst.IndentedBlock):
+        return False
+    for stmt in body.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                targets: List[cst.BaseExpression] = []
+                if isinstance(small, cst.Assign):
+                    targets = [t.target for t in small.targets]
+                elif isinstance(small, cst.AnnAssign):
+                    targets = [small.target]
+                if any(isinstance(t, cst.Name) and t.value == name for t in targets):
+                    return True
+    return False
+
+
+def group_fixable(plans: Sequence[RngPlan]) -> bool:
+    """Several plans for one attribute of one class (``if seed is None: ... else: ...``) become one
+    property: only when they rebuild the same RNG and all (or none) of them take a seed."""
+    if len(plans) < 2:
+        return True
+    templates = {_template(p) for p in plans}
+    seeded = {p.seed is not None for p in plans}
+    return len(templates) == 1 and len(seeded) == 1
+
+
+def _template(plan: RngPlan) -> str:
+    return cst.Module(body=[]).code_for_node(_make(plan, cst.Name("SEED")))
+
+
+# --------------------------------------------------------------------------------------------------
+# the fix: rewriting
+
+
+class _ReplaceSeed(cst.CSTTransformer):
+    """Put ``seed`` in the seed slot of the call that takes it (adding the argument when absent)."""
+
+    def __init__(self, plan: RngPlan, seed: cst.BaseExpression) -> None:
+        self.call, self.arg = plan.slot  # type: ignore[misc]
+        self.seed = seed
+
+    def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+        if self.arg is not None and original_node is self.arg:
+            return updated_node.with_changes(value=self.seed)
+        return updated_node
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        if original_node is self.call and self.arg is None:
+            args = list(updated_node.args)
+            new = cst.Arg(value=self.seed)
+            if args:
+                new = new.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            return updated_node.with_changes(args=[new, *args])
+        return updated_node
+
+
+def _make(plan: RngPlan, seed: cst.BaseExpression) -> cst.BaseExpression:
+    """The RNG expression with ``seed`` in its seed slot."""
+    return plan.kept.expr.visit(_ReplaceSeed(plan, seed))  # type: ignore[return-value]
+
+
+def _worker_seed(plan: RngPlan) -> str:
+    return "info.seed % 2**32" if plan.kept.qname in SEED_32 else "info.seed"
+
+
+def _make_code(module: cst.Module, plan: RngPlan) -> str:
+    code = module.code_for_node
+    worker = _worker_seed(plan)
+    if plan.kept.qname == "torch.Generator" and plan.slot is not None and plan.slot[1] is None:
+        ctor = code(plan.kept.ctor)
+        return f"{ctor} if info is None else {ctor}.manual_seed({worker})"
+    if plan.seed is None:
+        seed = f"None if info is None else {worker}"
+    else:
+        seed = f"self.{plan.seed_attr} if info is None else {worker}"
+    return code(_make(plan, cst.parse_expression(seed)))
+
+
+def _worker_info_expr(a: Analysis) -> Tuple[str, bool]:
+    """How module-level code spells ``torch.utils.data.get_worker_info``, and whether
+    ``import torch`` must be added."""
+    known = module_level_names(a.module)
+    target = "torch.utils.data.get_worker_info"
+    best = None
+    for local, full in a.aliases.items():
+        if local not in known:
+            continue
+        if target == full or target.startswith(full + "."):
+            spelled = local + target[len(full):]
+            if best is None or len(spelled) < len(best):
+                best = spelled
+    if best is not None:
+        return best + "()", False
+    return target + "()", True
+
+
+def _members(module: cst.Module, plan: RngPlan, worker_info: str) -> List[str]:
+    n = plan.names
+    ind = module.default_indent
+    what = f"{module.code_for_node(plan.kept.ctor.func)}()"
+    body = [
+        f'"""The {what} of this process: in a DataLoader worker, seeded from the worker\'s seed."""',
+        f'if getattr(self, "{n.pid}", None) != os.getpid():',
+    ]
+    if plan.import_stmt is not None:
+        body.append(f"{ind}{module.code_for_node(plan.import_stmt)}")
+    body += [
+        f"{ind}info = {worker_info}",
+        f"{ind}self.{n.state} = {_make_code(module, plan)}",
+        f"{ind}self.{n.pid} = os.getpid()",
+        f"return self.{n.state}",
+    ]
+    prop = f"@property\ndef {plan.attr}(self):\n" + "".join(f"{ind}{x}\n" for x in body)
+    setter_body = [f"self.{n.state} = value", f"self.{n.pid} = os.getpid()"]
+    setter = f"@{plan.attr}.setter\ndef {plan.attr}(self, value):\n" + "".join(f"{ind}{x}\n" for x in setter_body)
+    return [prop, setter]
+
+
+def _init_line(module: cst.Module, plan: RngPlan) -> cst.BaseSmallStatement:
+    me = plan.fn.self_name
+    n = plan.names
+    if plan.seed is not None:
+        code = f"{me}.{plan.seed_attr} = {module.code_for_node(plan.seed)}"
+    else:
+        code = f"{me}.{n.state} = {me}.{n.pid} = None"
+    line = _stmt(code, module)
+    assert isinstance(line, cst.SimpleStatementLine)
+    return line.body[0]
+
+
+def _getstate_code(module: cst.Module, keys: List[str]) -> str:
+    ind = module.default_indent
+    body = [
+        '"""Pickle without the per-process RNGs: each worker process builds its own."""',
+        "state = self.__dict__.copy()",
+        *[f'state.pop("{k}", None)' for k in keys],
+        "return state",
+    ]
+    return "def __getstate__(self):\n" + "".join(f"{ind}{x}\n" for x in body)
+
+
+class _RngTransformer(cst.CSTTransformer):
+    def __init__(self, a: Analysis, plans: Sequence[RngPlan]) -> None:
+        module = a.module
+        self.module = module
+        self.smalls: Dict[int, cst.BaseSmallStatement] = {}
+        self.members: Dict[int, List[str]] = {}
+        self.new_getstate: Dict[int, List[str]] = {}
+        self.extends: Dict[int, Tuple[cst.SimpleStatementLine, List[str]]] = {}
+        self.need_torch = False
+        worker_info, self.need_torch = _worker_info_expr(a)
+        done: Set[Tuple[int, str]] = set()
+        for p in plans:
+            self.smalls[id(p.small)] = _init_line(module, p)
+            key = (id(p.owner.node), p.attr)
+            if key in done:
+                continue
+            done.add(key)
+            n = p.names
+            self.members.setdefault(id(p.owner.node), []).extend(_members(module, p, worker_info))
+            keys = [n.state, n.pid]
+            for g, line, var in p.extend:
+                entry = self.extends.setdefault(id(g.node), (line, []))
+                entry[1].extend(f'{var}.pop("{k}", None)' for k in keys if f'{var}.pop("{k}", None)' not in entry[1])
+            if p.add_getstate:
+                ks = self.new_getstate.setdefault(id(p.owner.node), [])
+                ks.extend(k for k in keys if k not in ks)
+
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign):
+        return self.smalls.get(id(original_node), updated_node).with_changes(semicolon=updated_node.semicolon)
+
+    def leave_AnnAssign(self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign):
+        return self.smalls.get(id(original_node), updated_node).with_changes(semicolon=updated_node.semicolon)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        key = id(original_node)
+        if key in self.extends:
+            copy_line, pops = self.extends[key]
+            body = list(updated_node.body.body)
+            idx = next(i for i, s in enumerate(original_node.body.body) if s is copy_line)
+            body[idx + 1 : idx + 1] = [_stmt(p, self.module) for p in pops]
+            updated_node = updated_node.with_changes(body=updated_node.body.with_changes(body=body))
+        return updated_node
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
+        key = id(original_node)
+        members = list(self.members.get(key, []))
+        if key in self.new_getstate:
+            members.append(_getstate_code(self.module, self.new_getstate[key]))
+        if not members:
+            return updated_node
+        new = [_with_blank_line(_stmt(m, self.module)) for m in members]
+        body = updated_node.body
+        assert isinstance(body, cst.IndentedBlock)
+        return updated_node.with_changes(body=body.with_changes(body=[*body.body, *new]))
+
+
+def apply_rng(a: Analysis, plans: Sequence[RngPlan]) -> cst.Module:
+    """Rewrite every planned attribute into a per-worker lazy RNG."""
+    if not plans:
+        return a.module
+    t = _RngTransformer(a, plans)
+    module = a.module.visit(t)
+    return ensure_imports(module, ["os", "torch"] if t.need_torch else ["os"])

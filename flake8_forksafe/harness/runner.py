@@ -1,0 +1,520 @@
+"""Run datasets and scripts under every start method, each case in its own subprocess.
+
+This module does not import torch: it runs in the caller's process (pytest, the CLI), which must never
+fork (pytest has threads; forking it is the very hazard under test). Each case runs in a fresh
+interpreter started with ``start_new_session=True`` and a hard timeout; on timeout the whole process
+group (workers, forkserver, resource tracker) is killed.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import tempfile
+import shutil
+import time
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from flake8_forksafe.harness.results import (
+    CONTEXTS,
+    ERROR,
+    FAILS,
+    HANGS,
+    NOT_RUN,
+    OK,
+    CaseResult,
+    ContextResult,
+    ErrorInfo,
+    Finding,
+    context_from_dict,
+)
+
+DEFAULT_TIMEOUTS = {"fork": 30.0, "spawn": 60.0, "forkserver": 60.0}
+SETUP_ALLOWANCE = 60.0  # interpreter start, import torch, build_data, on a loaded machine
+
+Timeout = Union[None, float, int, Mapping[str, float]]
+
+
+class HarnessError(Exception):
+    """Bad input or an environment the harness cannot work in. The message is one line."""
+
+
+class NotRunError(Exception):
+    """``assert_dataloader_safe`` could not run a requested start method here (and nothing failed)."""
+
+
+@dataclass(frozen=True)
+class ModuleFactory:
+    """A dataset built in the harness subprocess from a module file: ``factory(**build(tmpdir))``."""
+
+    path: str
+    factory: str = "make_dataset"
+    build: Optional[str] = "build_data"
+    loader: Optional[str] = "make_loader_kwargs"
+
+    @classmethod
+    def parse(cls, target: Union[str, "os.PathLike[str]"]) -> "ModuleFactory":
+        s = os.fspath(target)
+        path, sep, name = s.rpartition(":")
+        if sep and path.endswith(".py") and name.isidentifier():
+            return cls(path, name)
+        return cls(s)
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+
+def _contexts(contexts: Iterable[str]) -> List[str]:
+    if isinstance(contexts, str):
+        contexts = [c.strip() for c in contexts.split(",") if c.strip()]
+    out = list(dict.fromkeys(contexts))
+    bad = [c for c in out if c not in CONTEXTS]
+    if bad or not out:
+        raise HarnessError(f"unknown start method {', '.join(bad) or '(none)'}: use fork, spawn or forkserver")
+    return out
+
+
+def _timeouts(timeout: Timeout, contexts: Sequence[str]) -> Dict[str, float]:
+    if timeout is None:
+        return {c: DEFAULT_TIMEOUTS[c] for c in contexts}
+    if isinstance(timeout, Mapping):
+        return {c: float(timeout.get(c, DEFAULT_TIMEOUTS[c])) for c in contexts}
+    try:
+        t = float(timeout)
+    except (TypeError, ValueError):
+        raise HarnessError(f"timeout must be a number of seconds, not {timeout!r}") from None
+    if t <= 0:
+        raise HarnessError("timeout must be positive")
+    return {c: t for c in contexts}
+
+
+def _pkg_parent() -> str:
+    import flake8_forksafe
+
+    return str(Path(list(flake8_forksafe.__path__)[0]).resolve().parent)
+
+
+def _env() -> Dict[str, str]:
+    env = dict(os.environ)
+    parent = _pkg_parent()
+    pp = env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = parent + (os.pathsep + pp if pp else "")
+    # torch.cuda.is_available() through NVML: asking must not initialise CUDA (that would poison forks).
+    env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
+    env.pop("PYTHONSTARTUP", None)
+    return env
+
+
+def _python() -> str:
+    return sys.executable or "python3"
+
+
+def require_torch() -> None:
+    if importlib.util.find_spec("torch") is None:
+        raise HarnessError(f"the runtime harness needs torch in {_python()}: pip install 'flake8-forksafe[harness]'")
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+
+
+def _tail(path: Path, n: int = 1500) -> str:
+    try:
+        data = path.read_bytes()[-n:]
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace")
+
+
+def _last_error_line(text: str) -> Optional[ErrorInfo]:
+    """``Type: message`` from the last traceback line of a stderr capture."""
+    for line in reversed([ln.rstrip() for ln in text.splitlines() if ln.strip()]):
+        if line.startswith((" ", "\t")):
+            continue
+        name, sep, msg = line.partition(": ")
+        if sep and name and " " not in name and (name[0].isupper() or "." in name) and not name.endswith(":"):
+            return ErrorInfo(name, " ".join(msg.split())[:400])
+    return None
+
+
+class _Proc:
+    """One subprocess in its own session, with its output in files."""
+
+    def __init__(self, cmd: List[str], tmp: Path, name: str, cwd: Optional[str] = None):
+        self.out = tmp / f"{name}.out"
+        self.err = tmp / f"{name}.err"
+        with open(self.out, "wb") as o, open(self.err, "wb") as e:
+            self.p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=o, stderr=e, cwd=cwd, env=_env(),
+                                      start_new_session=True, close_fds=True)
+        self.timed_out = False
+
+    def wait(self, deadline: float) -> int:
+        try:
+            rc = self.p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.timed_out = True
+            _kill_group(self.p.pid)
+            rc = self.p.wait()
+        # Leftovers (the forkserver, the resource tracker, orphaned workers) go with the group.
+        _kill_group(self.p.pid)
+        return rc
+
+
+# ------------------------------------------------------------------------------------ dataset cases
+
+
+def _run_case(source: Dict[str, Any], label: str, kind_hint: str, contexts: List[str], timeouts: Dict[str, float],
+              num_workers: int, tmp: Path, extra_sys_path: Sequence[str] = ()) -> CaseResult:
+    spec = {
+        "source": source,
+        "contexts": contexts,
+        "timeouts": timeouts,
+        "num_workers": num_workers,
+        "tmpdir": str(tmp),
+        "result_path": str(tmp / "result.jsonl"),
+        "sys_path": list(extra_sys_path),
+    }
+    spec_path = tmp / "spec.json"
+    spec_path.write_text(json.dumps(spec), encoding="utf-8")
+    hard = SETUP_ALLOWANCE + sum(timeouts.values()) * 2 + 10
+    t0 = time.monotonic()
+    proc = _Proc([_python(), "-c", "from flake8_forksafe.harness._child import main; main()", str(spec_path)],
+                 tmp, "case")
+    rc = proc.wait(t0 + hard)
+    events = []
+    try:
+        for line in (tmp / "result.jsonl").read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                events.append(json.loads(line))
+    except (OSError, ValueError):
+        pass
+    res = CaseResult(target=label, kind=kind_hint, num_workers=num_workers)
+    res.seconds = round(time.monotonic() - t0, 2)
+    done = {}
+    for ev in events:
+        if ev["event"] == "context":
+            res.contexts.append(context_from_dict(ev["result"]))
+        elif ev["event"] == "done":
+            done = ev
+        elif ev["event"] == "setup_error":
+            res.error = ev["error"]
+            if ev.get("where"):
+                res.notes.append(ev["where"])
+        elif ev["event"] == "crash":
+            res.error = f"the harness process crashed: {ev['error']}"
+            res.notes.append(ev.get("traceback", "")[-1500:])
+    if done:
+        res.device = done.get("device", "cpu")
+        res.nondeterministic = bool(done.get("nondeterministic"))
+        if done.get("parent_cuda_init"):
+            res.findings.append(Finding("parent_cuda_init", f"CUDA is initialised in the parent before workers "
+                                        f"start, at {done['parent_cuda_init']}",
+                                        {"where": done["parent_cuda_init"]}))
+    have = {c.context for c in res.contexts}
+    for ctx in contexts:
+        if ctx in have:
+            continue
+        if proc.timed_out:
+            res.contexts.append(ContextResult(ctx, HANGS, reason=(
+                f"the harness process did not finish within {hard:g} s and was killed")))
+        elif res.error:
+            res.contexts.append(ContextResult(ctx, ERROR, reason=res.error))
+        else:
+            err = _tail(proc.err)
+            res.error = res.error or f"the harness process exited with status {rc} before reporting"
+            res.contexts.append(ContextResult(ctx, ERROR, reason=res.error,
+                                              notes=[err[-600:]] if err.strip() else []))
+    order = {c: i for i, c in enumerate(contexts)}
+    res.contexts.sort(key=lambda c: order.get(c.context, 99))
+    if not events and rc != 0 and not proc.timed_out:
+        err = _tail(proc.err)
+        if "No module named 'torch'" in err:
+            raise HarnessError(f"the runtime harness needs torch in {_python()}: pip install 'flake8-forksafe[harness]'")
+    return res
+
+
+def check_module(path: Union[str, "os.PathLike[str]"], factory: str = "make_dataset", *,
+                 build: Optional[str] = "build_data", loader: Optional[str] = "make_loader_kwargs",
+                 kwargs: Optional[Mapping[str, Any]] = None, contexts: Iterable[str] = CONTEXTS,
+                 num_workers: int = 2, timeout: Timeout = None, keep_tmp: bool = False) -> CaseResult:
+    """Check the dataset built by ``factory(**build_data(tmpdir), **kwargs)`` from a module file.
+
+    The module is imported only in the harness subprocess (by name, from its folder, so spawn workers can
+    import it too). ``make_loader_kwargs()`` (optional) returns extra DataLoader options such as
+    ``collate_fn`` or ``worker_init_fn``."""
+    require_torch()
+    p = Path(os.fspath(path)).resolve()
+    if not p.is_file():
+        raise HarnessError(f"no such module: {path}")
+    if not p.stem.isidentifier():
+        raise HarnessError(f"{p.name}: the module name must be a Python identifier so workers can import it")
+    ctxs = _contexts(contexts)
+    tmp = Path(tempfile.mkdtemp(prefix="forksafe-"))
+    try:
+        source = {"kind": "module", "path": str(p), "factory": factory, "build": build, "loader": loader,
+                  "kwargs": dict(kwargs or {})}
+        return _run_case(source, f"{p.name}:{factory}", "map", ctxs, _timeouts(timeout, ctxs), num_workers, tmp)
+    finally:
+        if not keep_tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _is_factory(obj: Any) -> bool:
+    import functools
+
+    if isinstance(obj, type) or isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+                                                  functools.partial)):
+        return True
+    return False
+
+
+def _describe(obj: Any) -> str:
+    if isinstance(obj, type) or callable(obj) and hasattr(obj, "__qualname__"):
+        return f"{getattr(obj, '__module__', '?')}.{obj.__qualname__}"
+    import functools
+
+    if isinstance(obj, functools.partial):
+        return f"partial({_describe(obj.func)})"
+    return f"{type(obj).__module__}.{type(obj).__qualname__} instance"
+
+
+def _pickle_error(exc: BaseException) -> ErrorInfo:
+    t = type(exc)
+    mod = t.__module__
+    name = t.__qualname__ if mod == "builtins" else f"{mod.lstrip('_')}.{t.__qualname__}"
+    return ErrorInfo(name, " ".join(str(exc).split())[:400])
+
+
+def check_dataset(target: Any, *args: Any, contexts: Iterable[str] = CONTEXTS,
+                  loader_kwargs: Optional[Mapping[str, Any]] = None, num_workers: int = 2,
+                  timeout: Timeout = None, **kwargs: Any) -> CaseResult:
+    """Check a dataset under every start method.
+
+    ``target`` is one of:
+
+    * a dataset object: pickled here and unpickled in the harness subprocess. If it cannot be pickled,
+      that is the spawn/forkserver verdict (DataLoader would fail the same way) and fork is "not run";
+    * a factory and its arguments (``MyDataset, root`` or a ``functools.partial``): pickled by reference
+      and called in the subprocess, so all three start methods run, fork included;
+    * a path ``"pkg/mod.py"`` or ``"pkg/mod.py:factory"``: see :func:`check_module`.
+    """
+    if isinstance(target, (str, os.PathLike, ModuleFactory)):
+        mf = target if isinstance(target, ModuleFactory) else ModuleFactory.parse(target)
+        if args:
+            raise HarnessError("positional arguments are only for factories; pass kwargs= for a module factory")
+        return check_module(mf.path, mf.factory, build=mf.build, loader=mf.loader, kwargs=kwargs,
+                            contexts=contexts, num_workers=num_workers, timeout=timeout)
+    require_torch()
+    ctxs = _contexts(contexts)
+    tos = _timeouts(timeout, ctxs)
+    loader_kwargs = dict(loader_kwargs or {})
+    label = _describe(target)
+    payload: Dict[str, Any]
+    obj = None
+    if _is_factory(target):
+        payload = {"factory": target, "args": args, "kwargs": kwargs}
+        try:
+            pickle.dumps(payload)
+        except Exception:  # noqa: BLE001 - a lambda or local factory: build the dataset here instead
+            try:
+                obj = target(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001
+                raise HarnessError(f"calling the factory {label} raised {type(exc).__name__}: {exc}") from None
+            label = f"{_describe(obj)} (from {label})"
+    else:
+        if args or kwargs:
+            raise HarnessError("arguments were given but the target is not a factory (a class or function)")
+        obj = target
+    if obj is not None:
+        if not (hasattr(obj, "__getitem__") or hasattr(obj, "__iter__")):
+            raise HarnessError(f"{label} is neither a dataset (no __getitem__/__iter__) nor a factory")
+        payload = {"dataset": obj}
+    # What DataLoader sends to every spawn/forkserver worker: the dataset, collate_fn, worker_init_fn.
+    unpicklable: Optional[Tuple[str, BaseException]] = None
+    for what, value in [("the dataset", payload.get("dataset", payload.get("factory")))] + [
+            (f"{k}=", loader_kwargs[k]) for k in ("collate_fn", "worker_init_fn") if k in loader_kwargs]:
+        try:
+            pickle.dumps(value)
+        except Exception as exc:  # noqa: BLE001
+            unpicklable = (what, exc)
+            break
+    if unpicklable is None:
+        payload["loader_kwargs"] = loader_kwargs
+        try:
+            blob = pickle.dumps(payload)
+        except Exception as exc:  # noqa: BLE001
+            raise HarnessError(f"loader_kwargs cannot be sent to the harness process: {type(exc).__name__}: {exc}") \
+                from None
+        tmp = Path(tempfile.mkdtemp(prefix="forksafe-"))
+        try:
+            (tmp / "payload.pkl").write_bytes(blob)
+            source = {"kind": "pickle", "payload": str(tmp / "payload.pkl"), "label": label}
+            path = [p for p in sys.path if p and os.path.isdir(p)]
+            res = _run_case(source, label, "map", ctxs, tos, num_workers, tmp, path)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if res.error and "unpickl" not in res.error and "No module named" in res.error:
+            res.notes.append("the harness process imports your classes by module name: define them at module "
+                             "level in an importable module")
+        return res
+    what, exc = unpicklable
+    info = _pickle_error(exc)
+    res = CaseResult(target=label, kind="map", num_workers=num_workers)
+    inheritance_only = "through inheritance" in str(exc)
+    for ctx in ctxs:
+        if ctx == "fork":
+            res.contexts.append(ContextResult(ctx, NOT_RUN, reason=(
+                f"{what} cannot be pickled, so it cannot be moved into the isolated harness process; pass a "
+                f"factory (the class and its arguments) to check fork too")))
+        elif inheritance_only:
+            res.contexts.append(ContextResult(ctx, NOT_RUN, error=info, reason=(
+                f"{what} holds multiprocessing objects that only travel to workers at start-up; pass a factory")))
+        else:
+            res.contexts.append(ContextResult(ctx, FAILS, error=info, reason=f"{what} cannot be pickled"))
+    return res
+
+
+# ------------------------------------------------------------------------------------ scripts
+
+_BOOT = (
+    "import multiprocessing as mp, runpy, sys\n"
+    "ctx, path = sys.argv[1], sys.argv[2]\n"
+    "mp.set_start_method(ctx, force=True)\n"
+    "sys.argv = [path] + sys.argv[3:]\n"
+    "runpy.run_path(path, run_name='__main__')\n"
+)
+_BOOTSTRAP_MSG = "before the current process has finished its bootstrapping phase"
+
+
+def check_script(path: Union[str, "os.PathLike[str]"], *, contexts: Iterable[str] = CONTEXTS,
+                 timeout: Timeout = None, args: Sequence[str] = ()) -> CaseResult:
+    """Run a script as ``python script.py`` with the default start method set to each context (the three
+    run concurrently, each in its own session). ok: exit status 0; fails: the last error line."""
+    require_torch()
+    p = Path(os.fspath(path)).resolve()
+    if not p.is_file():
+        raise HarnessError(f"no such script: {path}")
+    ctxs = _contexts(contexts)
+    tos = _timeouts(timeout, ctxs)
+    tmp = Path(tempfile.mkdtemp(prefix="forksafe-"))
+    res = CaseResult(target=p.name, kind="script", num_workers=0)
+    t0 = time.monotonic()
+    try:
+        procs = {c: _Proc([_python(), "-c", _BOOT, c, str(p), *args], tmp, c, cwd=str(p.parent)) for c in ctxs}
+        for c in ctxs:
+            pr = procs[c]
+            rc = pr.wait(t0 + tos[c] + SETUP_ALLOWANCE / 2)
+            err = _tail(pr.err, 6000)
+            cr = ContextResult(c, OK)
+            cr.seconds = round(time.monotonic() - t0, 2)
+            if pr.timed_out:
+                cr.verdict, cr.reason = HANGS, f"the script did not finish within {tos[c] + SETUP_ALLOWANCE / 2:g} s"
+            elif rc != 0:
+                cr.verdict = FAILS
+                cr.error = _last_error_line(err) or ErrorInfo("exit status", str(rc))
+                if _BOOTSTRAP_MSG in err:
+                    cr.findings.append(Finding("reran_main", (
+                        "a worker re-ran the script's top level: \"An attempt has been made to start a new "
+                        "process before the current process has finished its bootstrapping phase\" (no "
+                        "if __name__ == '__main__': guard)")))
+            res.contexts.append(cr)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    res.seconds = round(time.monotonic() - t0, 2)
+    return res
+
+
+# ------------------------------------------------------------------------------------ fixtures
+
+
+def fixture_meta(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
+    """Module-level constants of a runtime fixture, read with ``ast`` (the fixture is never imported
+    here): RULE, KIND ("dataset" | "script"), EXPECT, DEVICES, TIMEOUT, plus the docstring."""
+    p = Path(os.fspath(path))
+    try:
+        tree = ast.parse(p.read_text(encoding="utf-8"), str(p))
+    except (OSError, SyntaxError, UnicodeDecodeError) as exc:
+        raise HarnessError(f"{p}: cannot read fixture: {exc}") from None
+    meta: Dict[str, Any] = {"name": p.stem, "path": str(p), "doc": ast.get_docstring(tree) or ""}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name.isupper():
+                try:
+                    meta[name] = ast.literal_eval(node.value)
+                except ValueError:
+                    pass
+    meta.setdefault("RULE", p.stem.split("_")[0])
+    meta.setdefault("KIND", "dataset")
+    meta.setdefault("DEVICES", ("cpu",))
+    return meta
+
+
+def check_fixture(path: Union[str, "os.PathLike[str]"], *, contexts: Iterable[str] = CONTEXTS,
+                  timeout: Timeout = None, num_workers: int = 2) -> CaseResult:
+    """A runtime fixture: a script (``KIND = "script"``) or a module with ``make_dataset``."""
+    meta = fixture_meta(path)
+    if timeout is None and meta.get("TIMEOUT") is not None:
+        timeout = meta["TIMEOUT"]
+    if meta["KIND"] == "script":
+        return check_script(path, contexts=contexts, timeout=timeout)
+    return check_module(path, contexts=contexts, timeout=timeout, num_workers=num_workers)
+
+
+# ------------------------------------------------------------------------------------ assertions
+
+
+def assert_dataloader_safe(ds_or_factory: Any, contexts: Iterable[str] = CONTEXTS, *args: Any,
+                           loader_kwargs: Optional[Mapping[str, Any]] = None, num_workers: int = 2,
+                           timeout: Timeout = None, **kwargs: Any) -> CaseResult:
+    """Raise ``AssertionError`` naming each start method that fails, hangs, differs or is flagged.
+
+    If nothing failed but a requested start method could not run here (no CUDA device, an object that
+    cannot leave this process), the test is skipped under pytest (``NotRunError`` elsewhere): a
+    "not run" is never a pass. Returns the :class:`CaseResult` when every start method passed."""
+    __tracebackhide__ = True
+    res = check_dataset(ds_or_factory, *args, contexts=contexts, loader_kwargs=loader_kwargs,
+                        num_workers=num_workers, timeout=timeout, **kwargs)
+    return raise_for(res)
+
+
+def raise_for(res: CaseResult) -> CaseResult:
+    __tracebackhide__ = True
+    if res.error or any(c.verdict not in (OK, NOT_RUN) for c in res.contexts):
+        raise AssertionError(res.failure_message())
+    if res.not_run:
+        msg = "; ".join(c.summary() for c in res.not_run)
+        try:
+            import pytest
+        except ImportError:
+            raise NotRunError(msg) from None
+        pytest.skip(f"forksafe: {msg}")
+    return res
+
+
+__all__ = [
+    "DEFAULT_TIMEOUTS",
+    "HarnessError",
+    "ModuleFactory",
+    "NotRunError",
+    "assert_dataloader_safe",
+    "check_dataset",
+    "check_fixture",
+    "check_module",
+    "check_script",
+    "fixture_meta",
+    "raise_for",
+]
