@@ -50,7 +50,8 @@ TARGET_PEAK_MB = 150.0  # forksafe check peak RSS < 150 MB
 # to be split to stay under ARG_MAX) and prints one JSON line with its own children's figures.
 WRAPPER = r"""
 import json, os, resource, subprocess, sys, threading, time
-spec = json.loads(sys.argv[1])
+with open(sys.argv[1], encoding="utf-8") as f:
+    spec = json.load(f)
 page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 tree_peak = 0
 stop = threading.Event()
@@ -212,8 +213,10 @@ class Runner:
                 "argvs": argvs, "cwd": str(CORPUS_DIR), "stdout": str(stdout_path),
                 "stderr": str(stderr_path), "sample_tree": sample_tree, "sample_interval": 0.1,
             }
+            spec_path = self.workdir / f"run{self.counter}.json"
+            spec_path.write_text(json.dumps(spec), encoding="utf-8")
             out = subprocess.run(
-                [sys.executable, "-c", WRAPPER, json.dumps(spec)],
+                [sys.executable, "-c", WRAPPER, str(spec_path)],
                 check=True, capture_output=True, text=True,
             )
             m = json.loads(out.stdout.strip().splitlines()[-1])

@@ -814,7 +814,7 @@ class Analysis:
 
     def is_cuda_value(self, node: Optional[cst.BaseExpression], scope: Optional[FuncInfo], depth: int = 0) -> bool:
         """A device expression that is (or may be, on a GPU machine) CUDA."""
-        if node is None or depth > 4:
+        if node is None or depth > 8:
             return False
         s = string_value(node)
         if s is not None:

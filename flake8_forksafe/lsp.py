@@ -109,10 +109,11 @@ class Configs:
         if cfg is None:
             try:
                 cfg = load_pyproject(pp)
-            except ConfigError as exc:
+            except Exception as exc:  # ConfigError: the user's; anything else: ours. Never fatal.
                 if key not in self.warned:
                     self.warned.add(key)
-                    self.warnings.append(f"forksafe: {exc}; using the default configuration")
+                    why = str(exc) if isinstance(exc, ConfigError) else f"{pp}: {_one_line(exc)}"
+                    self.warnings.append(f"forksafe: {' '.join(why.split())}; using the default configuration")
                 cfg = self._default()
             self._cache = {k: v for k, v in self._cache.items() if k[0] != key[0]}
             self._cache[key] = cfg
@@ -151,14 +152,17 @@ def excluded(path: Optional[str], cfg: Config, workspace_root: Optional[str] = N
 # ------------------------------------------------------------------------------------- checking
 
 
-def lint(text: str, path: str, cfg: Config) -> Optional[List[Finding]]:
-    """The findings, or None when the document cannot be checked now (does not parse)."""
+def lint(text: str, path: str, cfg: Config) -> Tuple[Optional[List[Finding]], Optional[str]]:
+    """(findings, None); or (None, why) when the document cannot be checked as it is now: it does
+    not parse (half-typed code: not worth a message), or a check failed (an internal error)."""
     try:
-        return check_source(text, path, cfg)
+        return check_source(text, path, cfg), None
     except SourceError:
-        return None
+        return None, None
     except RecursionError:
-        return None
+        return None, None
+    except Exception as exc:  # a bug of ours must not cost the user the server
+        return None, f"forksafe: {path}: internal error ({_one_line(exc)}); please report it"
 
 
 def rule_of(code: str) -> Any:
@@ -252,7 +256,9 @@ class ForkSafeServer(LanguageServer):
         if state.text == text and state.findings is not None and state.version == version:
             return version, text, state.findings, cfg
         loop = asyncio.get_running_loop()
-        found = await loop.run_in_executor(self.executor, lint, text, self.check_path(uri), cfg)
+        found, problem = await loop.run_in_executor(self.executor, lint, text, self.check_path(uri), cfg)
+        if problem:
+            self.log_line(problem, T.MessageType.Warning)
         return version, text, found, cfg
 
     async def refresh(self, uri: str) -> None:
@@ -269,8 +275,9 @@ class ForkSafeServer(LanguageServer):
             lines = split_lines(text)
             diagnostics = [d for d in state.published if d.range.start.line < len(lines)]
         else:
+            if state.text != text:
+                state.fixes = {}
             state.version, state.text, state.findings = version, text, found
-            state.fixes = {}
             diagnostics = [self.diagnostic(f, split_lines(text), doc) for f in found]
             state.published = diagnostics
         self.text_document_publish_diagnostics(
@@ -355,7 +362,7 @@ class ForkSafeServer(LanguageServer):
                     T.CodeAction(
                         title=title,
                         kind=T.CodeActionKind.QuickFix,
-                        diagnostics=[self.diagnostic(g, lines, doc) for g in scoped if g.code == f.code],
+                        diagnostics=[self.diagnostic(g, lines, doc) for g in found if g.code == f.code],  # all it fixes
                         is_preferred=f.fix == SAFE,
                         edit=self.whole_document_edit(uri, version, text, new, doc),
                     )

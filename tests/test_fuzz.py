@@ -237,7 +237,8 @@ def test_fix_parses_and_is_idempotent(source, unsafe, as_bytes):
 
 
 @settings(max_examples=60, deadline=None)
-@given(source=st.one_of(st.text(), st.binary(), st.builds(_join, st.sampled_from(SEEDS), st.text())))
+@given(source=st.one_of(st.text(), st.binary(),
+                        st.builds(_join, st.sampled_from(SEEDS), st.text())))
 def test_check_arbitrary_input_raises_only_source_error(source):
     assert_check_ok(source)
 

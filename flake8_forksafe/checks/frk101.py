@@ -43,6 +43,7 @@ def parent_kept_handles(a: Analysis, cls: ClassInfo) -> List[Kept]:
     """Handles a dataset opens eagerly on the parent side and keeps (lazy ones are FRK103's)."""
     out: List[Kept] = []
     parent = a.parent_side(cls)
+    module_level = {id(site.node) for site in a.calls if site.func is None}
     for fn in parent:
         for sa in fn.self_assigns:
             if sa.kind == "del" or sa.value is None:
@@ -57,6 +58,8 @@ def parent_kept_handles(a: Analysis, cls: ClassInfo) -> List[Kept]:
             if _closed_local(fn, sa.value):
                 continue  # f = h5py.File(p); self.x = f["x"]; f.close(): nothing open is kept
             for k in kept:
+                if id(k.call) in module_level:
+                    continue  # opened at module level: FRK102's
                 if not k.container and (released_in(parent, sa.attr) or closed_by_with(parent, sa.attr)):
                     continue
                 if getstate_leaves_out(a, cls, sa.attr) and reopens_per_process(a, cls, sa.attr):
@@ -246,9 +249,11 @@ class DS(Dataset):
         h = k.handle
         if h.container:
             return "the handle is kept in a container"
-        attrs = {(g.sa.attr) for g in group}
-        if not h.direct or len(attrs) > 1 or len(group) > 1 and any(not g.handle.direct for g in group):
+        if not h.direct:
             return "an object derived from the handle is kept"
+        others = sorted({g.sa.attr for g in group if g.sa.attr != k.sa.attr})
+        if others:
+            return f"self.{others[0]} keeps an object derived from it"
         me = k.fn.self_name or "self"
         for fn in a.parent_side(k.cls):
             for sa in fn.self_assigns:

@@ -169,7 +169,7 @@ class DS(Dataset):
         for cls in a.dataset_classes:
             worker = a.worker_side(cls)
             for fn in worker:
-                users.append((f"{cls.name}.{fn.name}", fn))
+                users.append((f"{cls.name}.{fn.name}" if fn.cls is not None else f"{fn.name}()", fn))
             # stored on self on the parent side and read by the workers
             worker_attrs = set()
             for fn in worker:
@@ -183,9 +183,9 @@ class DS(Dataset):
                         and sa.value.value not in fn.local_assigns
                         and sa.value.value not in fn.params
                     ):
-                        users.append((f"{cls.name}.{sa.attr}", fn))
+                        users.append((f"self.{sa.attr} of {cls.name}", fn))
         for fn in a.worker_functions:
-            users.append((fn.name, fn))
+            users.append((f"{fn.name}()", fn))
         reported: Set[str] = set()
         for where, fn in users:
             loads = _reads(fn).names
@@ -196,7 +196,7 @@ class DS(Dataset):
                 h = handles[name]
                 yield self.report(
                     h.call,
-                    f"{h.factory.name}() opened at module level in {name} is used by {where} in DataLoader "  # type: ignore[attr-defined]
+                    f"{h.factory.name}() opened at module level and kept in {name} is used by {where} in DataLoader "  # type: ignore[attr-defined]
                     f"workers: forked workers share the parent's handle; open it per process "
                     f"(lazily in the dataset, PID-checked, or in worker_init_fn)",
                     fixable=False,

@@ -110,7 +110,7 @@ class DS(Dataset):
 
     def _txn(self):
         if self.env is None or getattr(self, "_env_pid", None) != os.getpid():
-            if getattr(self, "env", None) is not None:
+            if self.env is not None:
                 self.env.close()  # inherited through fork: close it before reopening
             self.env = lmdb.open(self.path, readonly=True, lock=False)  # FRK103: 23
             self._env_pid = os.getpid()

@@ -9,12 +9,14 @@ expression keeps (``Keeper``).
 from __future__ import annotations
 
 import functools
+import weakref
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
 from flake8_forksafe.analysis import (
+    CONTAINER_METHODS,
     Analysis,
     CallSite,
     ClassInfo,
@@ -59,17 +61,37 @@ class Leaf:
     in_lambda_call: bool  # wrapped in transforms.Lambda(...)
 
 
+_LOCAL_INDEX: "weakref.WeakKeyDictionary[Analysis, Dict[Tuple[int, str], object]]" = weakref.WeakKeyDictionary()
+
+
+def _local_index(a: Analysis) -> Dict[Tuple[int, str], object]:
+    """(id of the enclosing FuncInfo, name) -> the function or class defined directly inside it."""
+    index = _LOCAL_INDEX.get(a)
+    if index is None:
+        index = {}
+        for c in a.classes:
+            if c.in_function is not None:
+                index.setdefault((id(c.in_function), c.name), c)
+        for n in a.nested_functions:
+            if n.cls is None and n.parent is not None:
+                index[(id(n.parent), n.name)] = n  # a def wins over a class of the same name
+        _LOCAL_INDEX[a] = index
+    return index
+
+
 def local_definition(a: Analysis, name: str, scope: Optional[FuncInfo]):
     """The FuncInfo / ClassInfo of a function or class named ``name`` defined inside a function that
     encloses ``scope`` (innermost first), or None."""
+    if scope is None:
+        return None
+    index = _local_index(a)
+    if not index:
+        return None
     f = scope
     while f is not None:
-        for n in f.nested:
-            if n.name == name and n.cls is None and n.parent is f:
-                return n
-        for c in a.classes:
-            if c.in_function is f and c.name == name:
-                return c
+        hit = index.get((id(f), name))
+        if hit is not None:
+            return hit
         f = f.parent
     return None
 
@@ -153,6 +175,17 @@ class Keeper:
             if name in f.local_assigns:
                 for v in f.local_assigns[name]:
                     go(v, f, name, lam)
+                # a local container filled before it is stored: `ops.append(lambda ...)`
+                for site in f.calls:
+                    fn = site.node.func
+                    if (
+                        isinstance(fn, cst.Attribute)
+                        and fn.attr.value in CONTAINER_METHODS
+                        and isinstance(fn.value, cst.Name)
+                        and fn.value.value == name
+                    ):
+                        for arg in site.node.args:
+                            go(arg.value, f, name, lam)
                 return
             if name in f.params:
                 default = param_default(f, name)
@@ -451,9 +484,9 @@ class DS(Dataset):
         return self.transform(i)
 """,
             """
-import functools
 import torchvision.transforms as T
 from torch.utils.data import Dataset
+import functools
 
 
 def _transform_lambda(x, *, scale):
@@ -462,7 +495,7 @@ def _transform_lambda(x, *, scale):
 
 class DS(Dataset):
     def __init__(self, scale):
-        self.transform = T.Lambda(functools.partial(_transform_lambda, scale=scale))
+        self.transform = T.Lambda(functools.partial(_transform_lambda, scale=scale))  # FRK201: 34
 
     def __getitem__(self, i):
         return self.transform(i)
@@ -485,7 +518,7 @@ def _collate_fn(b):
 
 
 def make_loader(ds):
-    return DataLoader(ds, num_workers=2, collate_fn=_collate_fn)
+    return DataLoader(ds, num_workers=2, collate_fn=_collate_fn)  # FRK201: 52
 """,
         ),
         # self captured: reported, no automatic fix

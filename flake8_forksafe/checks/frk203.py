@@ -21,7 +21,7 @@ from flake8_forksafe.fixes.lazy_handle import (
 
 ADVICE = {
     "lazy": "create it lazily in each worker process",
-    "thread": "start it in the process that uses it, not in the dataset's __init__",
+    "worker": "start threads and pools in the process that uses them, not in the dataset's __init__",
     "generator": "keep the iterable (a list, a path) and create the generator in __iter__ or __getitem__",
     "module": "import the module where it is used instead of storing it on self",
 }
@@ -41,7 +41,7 @@ def _classify(a: Analysis, value: Optional[cst.BaseExpression], fn: FuncInfo, de
     if isinstance(value, cst.Call):
         q = a.qualify(value.func)
         if q is not None and q in a.knowledge.unpicklable:
-            return [Hit(value, f"{q}()", "lazy" if a.knowledge.unpicklable[q] else "thread", True)]
+            return [Hit(value, f"{q}()", "lazy" if a.knowledge.unpicklable[q] else "worker", True)]
         target = None
         if isinstance(value.func, cst.Name) and value.func.value not in a.aliases:
             target = a.function_named(value.func.value, fn)
@@ -77,6 +77,18 @@ def _classify(a: Analysis, value: Optional[cst.BaseExpression], fn: FuncInfo, de
     for el in elements:
         out += [Hit(h.node, h.label, h.kind, False) for h in _classify(a, el, fn, depth + 1)]
     return out
+
+
+def _with_referenced_methods(a: Analysis, cls: ClassInfo, fns: List[FuncInfo]) -> List[FuncInfo]:
+    """``fns`` plus the methods they pass around as ``self.method`` (a thread's ``target=``) and
+    what those call: code the parent side starts, not only code it calls."""
+    refs = []
+    for fn in fns:
+        for name in fn.self_reads:
+            m = a.resolve_method(cls, name)
+            if m is not None:
+                refs.append(m)
+    return a.closure(cls, list(fns) + refs)
 
 
 def _bound_locally(fn: FuncInfo, name: str) -> bool:
@@ -222,10 +234,10 @@ class DS(Dataset):
     @staticmethod
     def _plan(a: Analysis, cls: ClassInfo, fn: FuncInfo, sa: SelfAssign, hit: Hit, parent: List[FuncInfo]):
         if hit.kind != "lazy":
-            return f"a {hit.kind} cannot be recreated per process"
+            return "threads, pools, generators and modules are not recreated automatically"
         if not hit.direct or sa.kind != "assign":
             return "it is not assigned directly to an attribute"
-        if reads_attr(parent, sa.attr):
+        if reads_attr(_with_referenced_methods(a, cls, parent), sa.attr):
             return f"the parent side uses self.{sa.attr}: a fresh object per process would lose its state"
         assert isinstance(hit.node, cst.Call)
         return plan_lazy(a, fn, sa, hit.node, hit.label, None)
@@ -244,7 +256,8 @@ class DS(Dataset):
         tail = ADVICE[hit.kind]
         if not isinstance(plan, LazyPlan) and hit.kind == "lazy":
             tail += f" (no automatic fix: {plan})"
-        return f"{hit.label} created in {owner}.{where} and kept in {kept}: {why}; {tail}"
+        verb = "stored" if hit.kind == "module" else "created"
+        return f"{hit.label} {verb} in {owner}.{where} and kept in {kept}: {why}; {tail}"
 
     def fix(self, a: Analysis, reports: List[Report]) -> cst.Module:
         return apply_lazy(a, [r.data for r in reports if isinstance(r.data, LazyPlan)])

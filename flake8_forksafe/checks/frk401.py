@@ -31,6 +31,7 @@ else:  # pragma: no cover
 
 MAX_DEPTH = 8  # expression / call-chain depth followed when resolving a value
 MAX_FUNCTION_WALKS = 400  # function bodies walked per module (call chains are followed per call site)
+MAX_VALUE_STEPS = 20000  # value questions answered per module
 
 
 @functools.lru_cache(maxsize=None)
@@ -82,7 +83,38 @@ class WorkerStarts:
         self.loaders: Dict[int, LoaderCall] = {id(lc.node): lc for lc in a.loader_calls}
         self._memo: Dict[Tuple[int, int, int], Optional[str]] = {}
         self._budget = MAX_FUNCTION_WALKS
-        self._stack: List[int] = []
+        self._values: Dict[Tuple[str, int, int], bool] = {}  # (kind, id(expr), id(ctx)) -> answer
+        self._steps = MAX_VALUE_STEPS
+        self._plain: Dict[int, Ctx] = {}
+        self._ctxs: List[Ctx] = []  # keeps every context alive: memo keys use id()
+        self._stack: List[int] = []  # functions being followed (recursion guard)
+
+    def ctx(self, scope: Optional[FuncInfo], env=None, inst=None) -> Ctx:
+        """The context for ``scope``; one shared object when nothing is bound."""
+        if not env and inst is None:
+            key = id(scope)
+            c = self._plain.get(key)
+            if c is None:
+                c = self._plain[key] = Ctx(scope)
+            return c
+        c = Ctx(scope, env, inst)
+        self._ctxs.append(c)
+        return c
+
+    def _memo_call(self, kind: str, compute, expr, ctx: Ctx, depth: int) -> bool:
+        """Each (question, expression, context) is answered once; a question met again while it is
+        being answered (a cycle: ``x = x or y``) answers False; a step budget bounds the work."""
+        if expr is None or depth > MAX_DEPTH or self._steps <= 0:
+            return False
+        key = (kind, id(expr), id(ctx))
+        got = self._values.get(key)
+        if got is not None:
+            return got
+        self._steps -= 1
+        self._values[key] = False
+        result = bool(compute(expr, ctx, depth))
+        self._values[key] = result
+        return result
 
     # -- cheap pre-check ----------------------------------------------------------------------
     def may_start(self) -> bool:
@@ -100,7 +132,7 @@ class WorkerStarts:
         out: List[Tuple[cst.CSTNode, Hit]] = []
         if not self.may_start():
             return out
-        ctx = Ctx(None)
+        ctx = self.ctx(None)
         for stmt in self.a.module.body:
             if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or is_main_guard(stmt):
                 continue
@@ -127,7 +159,7 @@ class WorkerStarts:
         self._stack.append(id(fn))
         try:
             env = self.bind(fn, call, ctx, skip_self)
-            inner = Ctx(fn, env, inst)
+            inner = self.ctx(fn, env, inst)
             hits: List[Hit] = []
             for stmt in fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else [fn.node.body]:
                 hits = self.walk(stmt, inner)
@@ -146,7 +178,7 @@ class WorkerStarts:
         if skip_self and pos_params:
             pos_params = pos_params[1:]
         env: Dict[str, Tuple[cst.BaseExpression, Ctx]] = {}
-        module_ctx = Ctx(fn.parent) if fn.parent is not None else Ctx(None)
+        module_ctx = self.ctx(fn.parent)
         for param in (*pos_params, *p.kwonly_params):
             if param.default is not None:
                 env[param.name.value] = (param.default, module_ctx)
@@ -226,9 +258,9 @@ class WorkerStarts:
                 if name in f.params:
                     return []
                 if name in f.local_assigns:
-                    return [(v, Ctx(f)) for v in f.local_assigns[name]]
+                    return [(v, self.ctx(f)) for v in f.local_assigns[name]]
                 f = f.parent
-            module = Ctx(None)
+            module = self.ctx(None)
             return [(v, module) for v in self.a.module_assigns.get(name, [])]
         return [(v, ctx) for v in self.a.module_assigns.get(name, [])]
 
@@ -248,7 +280,7 @@ class WorkerStarts:
             for sa in fn.self_assigns:
                 if sa.attr == attr and sa.kind == "assign" and sa.value is not None:
                     env = init_env if fn.name == "__init__" else {}
-                    out.append((sa.value, Ctx(fn, env, ctx.inst)))
+                    out.append((sa.value, self.ctx(fn, env, ctx.inst)))
         return out
 
     def int_of(self, expr: cst.BaseExpression, ctx: Ctx, depth: int = 0) -> Optional[int]:
@@ -301,6 +333,9 @@ class WorkerStarts:
 
     def is_loader(self, expr: Optional[cst.BaseExpression], ctx: Ctx, depth: int = 0) -> bool:
         """``expr`` evaluates to a DataLoader that has worker processes."""
+        return self._memo_call("L", self._is_loader, expr, ctx, depth)
+
+    def _is_loader(self, expr: Optional[cst.BaseExpression], ctx: Ctx, depth: int = 0) -> bool:
         if expr is None or depth > MAX_DEPTH:
             return False
         if isinstance(expr, cst.Call):
@@ -327,6 +362,9 @@ class WorkerStarts:
 
     def holds_loader(self, expr: cst.BaseExpression, ctx: Ctx, depth: int = 0) -> bool:
         """A dict / list / tuple of DataLoaders (``loaders["train"]``, ``for dl in [a, b]``)."""
+        return self._memo_call("H", self._holds_loader, expr, ctx, depth)
+
+    def _holds_loader(self, expr: cst.BaseExpression, ctx: Ctx, depth: int = 0) -> bool:
         if depth > MAX_DEPTH:
             return False
         if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
@@ -352,7 +390,7 @@ class WorkerStarts:
     def returns_loader(self, fn: FuncInfo, call: cst.Call, ctx: Ctx, depth: int) -> bool:
         if id(fn) in self._stack or depth > MAX_DEPTH:
             return False
-        inner = Ctx(fn, self.bind(fn, call, ctx, False))
+        inner = self.ctx(fn, self.bind(fn, call, ctx, False))
         self._stack.append(id(fn))
         try:
             return any(self.is_loader(r, inner, depth + 1) for r in _returns(fn))
@@ -391,6 +429,9 @@ class WorkerStarts:
         return False
 
     def is_process(self, expr: Optional[cst.BaseExpression], ctx: Ctx, depth: int = 0) -> bool:
+        return self._memo_call("P", self._is_process, expr, ctx, depth)
+
+    def _is_process(self, expr: Optional[cst.BaseExpression], ctx: Ctx, depth: int = 0) -> bool:
         if expr is None or depth > MAX_DEPTH:
             return False
         if isinstance(expr, cst.Call):
@@ -415,6 +456,9 @@ class WorkerStarts:
         return False
 
     def holds_process(self, expr: cst.BaseExpression, ctx: Ctx, depth: int = 0) -> bool:
+        return self._memo_call("Q", self._holds_process, expr, ctx, depth)
+
+    def _holds_process(self, expr: cst.BaseExpression, ctx: Ctx, depth: int = 0) -> bool:
         if depth > MAX_DEPTH:
             return False
         if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):

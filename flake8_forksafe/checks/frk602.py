@@ -29,6 +29,7 @@ class ConstantSeed:
     arg: cst.Arg  # the seed argument
     torch_seeder: bool  # torch.manual_seed & co: no `% 2**32` needed
     with_worker_id: bool  # the seed involves the worker id
+    local_value: Optional[cst.BaseExpression] = None  # `worker_seed = 1000 + worker_id`: rewritten instead
 
 
 def _seed_arg(call: cst.Call) -> Optional[cst.Arg]:
@@ -178,17 +179,22 @@ def make(ds):
 
     def fix(self, a: Analysis, reports: List[Report]) -> cst.Module:
         initial_seed, need_torch = _initial_seed_expr(a)
-        args: Dict[int, str] = {}
+        new: Dict[int, str] = {}  # the seed expression (or the local's value) -> its replacement
         for r in reports:
             hit: ConstantSeed = r.data
-            args[id(hit.arg)] = f"{initial_seed}()" if hit.torch_seeder else f"{initial_seed}() % 2**32"
+            if hit.local_value is not None:  # one local may feed numpy too: always below 2**32
+                new[id(hit.local_value)] = f"{initial_seed}() % 2**32"
+            else:
+                new[id(hit.arg.value)] = f"{initial_seed}()" if hit.torch_seeder else f"{initial_seed}() % 2**32"
 
         class T(cst.CSTTransformer):
-            def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
-                code = args.get(id(original_node))
-                if code is None:
-                    return updated_node
-                return updated_node.with_changes(value=cst.parse_expression(code))
+            def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):
+                code = new.get(id(original_node))
+                if code is None or not isinstance(original_node, cst.BaseExpression):
+                    return super().on_leave(original_node, updated_node)
+                expr = cst.parse_expression(code)
+                # keep parentheses written around the old expression
+                return expr.with_changes(lpar=original_node.lpar, rpar=original_node.rpar) if original_node.lpar else expr
 
         module = a.module.visit(T())
         return ensure_imports(module, ["torch"]) if need_torch else module
@@ -208,8 +214,7 @@ def _initial_seed_expr(a: Analysis) -> Tuple[str, bool]:
 
 def worker_init_fns(a: Analysis) -> Iterator[Tuple[Target, Optional[str], bool]]:
     """(function, the name of its worker-id parameter, every loader using it has persistent_workers=True)
-    for each worker_init_fn given to a DataLoader that starts workers, and each module-level function
-    whose name contains ``worker_init_fn`` that no loader of this module uses."""
+    for each worker_init_fn given to a DataLoader of this module that starts workers."""
     uses: Dict[int, List[Tuple[Target, Optional[cst.Call], bool, bool]]] = {}
     order: List[Target] = []
     for lc in a.loader_calls:
@@ -228,9 +233,6 @@ def worker_init_fns(a: Analysis) -> Iterator[Tuple[Target, Optional[str], bool]]
             continue  # only loaders with num_workers=0: a worker_init_fn never runs
         worker_id = _worker_id_param(target, starting[0][1])
         yield target, worker_id, all(e[3] for e in starting)
-    for name, fn in a.module_functions.items():
-        if "worker_init_fn" in name and id(fn) not in uses:
-            yield fn, _worker_id_param(fn, None), False
 
 
 def _worker_id_param(target: Target, partial: Optional[cst.Call]) -> Optional[str]:
@@ -274,7 +276,10 @@ def constant_seeds(a: Analysis, target: Target, worker_id: Optional[str]) -> Lis
             continue  # seed() without a seed: fresh OS entropy
         c = _Constness(a, scope, worker_id, locals_)
         if c.const(arg.value):
-            out.append(ConstantSeed(site.node, arg, q.split(".")[0] == "torch", c.uses_worker_id))
+            local = None
+            if isinstance(arg.value, cst.Name) and len(locals_.get(arg.value.value, [])) == 1:
+                local = locals_[arg.value.value][0]
+            out.append(ConstantSeed(site.node, arg, q.split(".")[0] == "torch", c.uses_worker_id, local))
     return out
 
 

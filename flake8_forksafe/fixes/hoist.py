@@ -658,7 +658,7 @@ def _clean_param_commas(params: cst.Parameters) -> cst.Parameters:
 
 
 def _parses_as_statement(module: cst.Module, stmt: cst.BaseSmallStatement) -> bool:
-    code = module.code_for_node(stmt)
+    code = "def _hoisted():\n " + module.code_for_node(stmt) + "\n"
     try:
         compile(code, "<hoist>", "exec", dont_inherit=True)
     except SyntaxError:
@@ -844,7 +844,12 @@ class Hoister(cst.CSTTransformer):
     def on_leave(self, original_node, updated_node):
         new = self.replace.get(id(original_node))
         if new is not None:
-            if isinstance(original_node, cst.BaseExpression) and (original_node.lpar or original_node.rpar):
+            # `(lambda x: ...)` becomes `_fn`: its parentheses go too, unless they hold comments/newlines
+            if isinstance(original_node, cst.BaseExpression) and any(
+                not isinstance(ws, cst.SimpleWhitespace)
+                for ws in [p.whitespace_after for p in original_node.lpar]
+                + [p.whitespace_before for p in original_node.rpar]
+            ):
                 new = new.with_changes(lpar=original_node.lpar, rpar=original_node.rpar)
             return new
         return super().on_leave(original_node, updated_node)

@@ -20,6 +20,7 @@ handle first) and ``__getstate__`` resets the attribute.
 from __future__ import annotations
 
 import builtins
+import weakref
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
@@ -81,19 +82,16 @@ class _Loads(cst.CSTVisitor):
             self.reads[name] = self.reads.get(name, 0) + 1
 
 
-_LOADS_CACHE: Dict[int, _Loads] = {}
+_LOADS_CACHE: "weakref.WeakKeyDictionary[FuncInfo, _Loads]" = weakref.WeakKeyDictionary()
 
 
 def _loads(fn: FuncInfo) -> _Loads:
-    key = id(fn.node)
-    got = _LOADS_CACHE.get(key)
-    if got is None or got.self_name != fn.self_name:
+    got = _LOADS_CACHE.get(fn)
+    if got is None:
         got = _Loads(fn.self_name or "self")
         if fn.self_name:
             fn.node.body.visit(got)
-        if len(_LOADS_CACHE) > 4096:
-            _LOADS_CACHE.clear()
-        _LOADS_CACHE[key] = got
+        _LOADS_CACHE[fn] = got
     return got
 
 
@@ -198,9 +196,14 @@ def reopens_per_process(a: Analysis, cls: ClassInfo, attr: str) -> bool:
 
 
 def is_lazy(a: Analysis, cls: ClassInfo, fn: FuncInfo, attr: str, depth: int = 0) -> bool:
-    """``self.attr`` is assigned under a test of itself: in ``fn`` (``if self.env is None:``,
-    ``if not hasattr(self, "env")``, an early return) or in every method that calls ``fn``."""
+    """``self.attr`` is assigned under a test of itself (``if self.env is None:``,
+    ``if not hasattr(self, "env")``, an early return), or of an attribute the same function sets
+    (``if self.txn is None: self.env = ...; self.txn = ...``), in ``fn`` or in every method that
+    calls ``fn``. ``__init__`` is never lazy about anything but the attribute itself."""
     if attr in fn.lazy_attrs:
+        return True
+    guards = {s.attr for s in fn.self_assigns if s.kind == "assign"}
+    if fn.name != "__init__" and fn.lazy_attrs & guards:
         return True
     if depth > 2 or not fn.is_method or fn.name.startswith("__"):
         return False
@@ -212,7 +215,10 @@ def is_lazy(a: Analysis, cls: ClassInfo, fn: FuncInfo, attr: str, depth: int = 0
         for g in a.class_functions(cls)
         if g is not fn and (fn.name in g.self_calls or (fn.name in props and fn.name in g.self_reads))
     ]
-    return bool(callers) and all(is_lazy(a, cls, g, attr, depth + 1) for g in callers)
+    return bool(callers) and all(
+        g.name != "__init__" and (attr in g.lazy_attrs or g.lazy_attrs & guards or is_lazy(a, cls, g, attr, depth + 1))
+        for g in callers
+    )
 
 
 class _Returns(cst.CSTVisitor):
@@ -609,10 +615,10 @@ def plan_lazy(
     automatically (a short phrase)."""
     owner = fn.cls
     attr = sa.attr
+    if owner is not None and owner.in_function is not None:
+        return "the class is defined inside a function"
     if owner is None or not fn.is_method or not fn.self_name:
         return "it is not assigned in a method"
-    if owner.in_function is not None:
-        return "the class is defined inside a function"
     if attr.startswith("__"):
         return "the attribute name is mangled"
     small = sa.stmt
@@ -675,13 +681,29 @@ def plan_lazy(
         add_getstate=add,
     )
     if close:
-        for c in a.classes:
-            init = c.methods.get("__init__")
-            if init is None or owner not in a.mro(c) or not isinstance(init.node.body, cst.IndentedBlock):
-                continue
-            if reads_attr(a.closure(c, [init]), attr):
-                plan.close_in.append(init)
+        plan.close_in = _inits_reading(a, owner, attr)
     return plan
+
+
+def _inits_reading(a: Analysis, owner: ClassInfo, attr: str) -> List[FuncInfo]:
+    """The ``__init__`` methods (of ``owner`` and its same-file subclasses) whose own code reads
+    ``self.attr``: code an ``__init__`` reaches through another listed ``__init__`` (``super()``)
+    is that one's, which closes the handle at its own end."""
+    cands: List[Tuple[FuncInfo, List[FuncInfo]]] = []
+    for c in a.classes:
+        init = c.methods.get("__init__")
+        if init is None or owner not in a.mro(c) or not isinstance(init.node.body, cst.IndentedBlock):
+            continue
+        cands.append((init, a.closure(c, [init])))
+    out = []
+    for init, reach in cands:
+        inner = set()
+        for other, other_reach in cands:
+            if other is not init and other in reach:
+                inner |= {id(f) for f in other_reach}
+        if reads_attr([f for f in reach if id(f) not in inner], attr):
+            out.append(init)
+    return out
 
 
 def _stmt(code: str, module: cst.Module) -> cst.BaseStatement:
@@ -692,6 +714,17 @@ def _small(code: str, module: cst.Module) -> cst.BaseSmallStatement:
     line = _stmt(code, module)
     assert isinstance(line, cst.SimpleStatementLine)
     return line.body[0]
+
+
+def _comments(node: cst.CSTNode) -> List[cst.EmptyLine]:
+    found: List[cst.EmptyLine] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Comment(self, c: cst.Comment) -> None:
+            found.append(cst.EmptyLine(comment=c))
+
+    node.visit(V())
+    return found
 
 
 def _split_args(module: cst.Module, plan: LazyPlan) -> Tuple[List[str], List[str], List[str]]:
@@ -746,6 +779,8 @@ def _members(module: cst.Module, plan: LazyPlan, new_args: List[str]) -> List[st
     nl = "\n"
     func = module.code_for_node(plan.call.func)
     call = f"{func}({', '.join(new_args)})"
+    if len(call) + 3 * len(ind) + len(n.state) + 10 > 100 and new_args:
+        call = f"{func}({nl}" + "".join(f"{ind * 3}{x},{nl}" for x in new_args) + f"{ind * 2})"
     imp = module.code_for_node(plan.import_stmt) if plan.import_stmt is not None else None
     body = [f'if getattr(self, "{n.pid}", None) != os.getpid():']
     if plan.close:
@@ -801,7 +836,9 @@ def _append_before_return(block: cst.IndentedBlock, new: Sequence[cst.BaseStatem
 
 
 class _LazyTransformer(cst.CSTTransformer):
-    def __init__(self, module: cst.Module, plans: Sequence[LazyPlan]) -> None:
+    def __init__(self, a: Analysis, plans: Sequence[LazyPlan]) -> None:
+        module = a.module
+        self.a = a
         self.module = module
         self.plans = list(plans)
         self.by_line: Dict[int, List[LazyPlan]] = {}
@@ -828,8 +865,17 @@ class _LazyTransformer(cst.CSTTransformer):
                 entry = self.extends.setdefault(id(g.node), (line, []))
                 entry[1].extend(f'{var}.pop("{k}", None)' for k in keys if f'{var}.pop("{k}", None)' not in entry[1])
             if p.add_getstate:
-                ks = self.new_getstate.setdefault(id(p.owner.node), [])
+                ks = self.new_getstate.setdefault(id(self._getstate_home(p)), [])
                 ks.extend(k for k in keys if k not in ks)
+
+    def _getstate_home(self, plan: LazyPlan) -> cst.ClassDef:
+        """The class that gets the new ``__getstate__``: the owner, or its most basic same-file base
+        that gets one in this round too (a subclass's own would hide the base's)."""
+        home = plan.owner
+        for p in self.plans:
+            if p.add_getstate and p.owner is not home and p.owner in self.a.mro(home):
+                home = p.owner
+        return home.node
 
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
@@ -838,6 +884,7 @@ class _LazyTransformer(cst.CSTTransformer):
         if not plans:
             return updated_node
         smalls: List[cst.BaseSmallStatement] = []
+        comments: List[cst.EmptyLine] = []  # comments inside the rewritten call move above it
         for orig, upd in zip(original_node.body, updated_node.body):
             plan = next((p for p in plans if p.small is orig), None)
             if plan is None:
@@ -845,13 +892,14 @@ class _LazyTransformer(cst.CSTTransformer):
                 continue
             stored_pos, stored_kw, _ = self.new_args[id(plan)]
             smalls += [_small(c, self.module) for c in _init_lines(self.module, plan, stored_pos, stored_kw)]
+            comments += _comments(plan.call)
         if len(original_node.body) == 1:
             lines = [cst.SimpleStatementLine(body=[s]) for s in smalls]
-            lines[0] = lines[0].with_changes(leading_lines=updated_node.leading_lines)
+            lines[0] = lines[0].with_changes(leading_lines=[*updated_node.leading_lines, *comments])
             lines[-1] = lines[-1].with_changes(trailing_whitespace=updated_node.trailing_whitespace)
             return cst.FlattenSentinel(lines)
         smalls = [s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT) for s in smalls]
-        return updated_node.with_changes(body=smalls)
+        return updated_node.with_changes(body=smalls, leading_lines=[*updated_node.leading_lines, *comments])
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         key = id(original_node)
@@ -887,7 +935,7 @@ def apply_lazy(a: Analysis, plans: Sequence[LazyPlan]) -> cst.Module:
     """Rewrite every planned attribute into a per-process lazy one."""
     if not plans:
         return a.module
-    module = a.module.visit(_LazyTransformer(a.module, plans))
+    module = a.module.visit(_LazyTransformer(a, plans))
     return ensure_imports(module, ["os"])
 
 
@@ -958,10 +1006,10 @@ def plan_pid(
     need_drop: bool,
 ) -> Union[PidPlan, str]:
     owner = fn.cls
+    if owner is not None and owner.in_function is not None:
+        return "the class is defined inside a function"
     if owner is None or not fn.is_method or not fn.self_name:
         return "it is not opened in a method"
-    if owner.in_function is not None:
-        return "the class is defined inside a function"
     line = line_of(fn, sa.stmt)
     if_node = _lazy_if(fn, line, sa.attr) if line is not None else None
     if need_pid and (if_node is None or len(line.body) != 1):  # type: ignore[union-attr]
@@ -1004,7 +1052,8 @@ def plan_pid(
 
 
 class _PidTransformer(cst.CSTTransformer):
-    def __init__(self, module: cst.Module, plans: Sequence[PidPlan]) -> None:
+    def __init__(self, a: Analysis, plans: Sequence[PidPlan]) -> None:
+        module = a.module
         self.module = module
         self.ifs: Dict[int, List[PidPlan]] = {}
         self.lines: Dict[int, PidPlan] = {}
@@ -1023,7 +1072,11 @@ class _PidTransformer(cst.CSTTransformer):
                         if src not in entry[1]:
                             entry[1].append(src)
                 if p.add_getstate:
-                    lst = self.new_getstate.setdefault(id(p.owner.node), [])
+                    home = p.owner  # a subclass's own __getstate__ would hide its base's
+                    for q in plans:
+                        if q.add_getstate and q.reset and q.owner is not home and q.owner in a.mro(home):
+                            home = q.owner
+                    lst = self.new_getstate.setdefault(id(home.node), [])
                     lst.extend(op for op in ops if op not in lst)
 
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
@@ -1049,8 +1102,13 @@ class _PidTransformer(cst.CSTTransformer):
         me = p.fn.self_name
         n = p.names
         ind = self.module.default_indent
+        exists = (
+            f'getattr({me}, "{p.attr}", None) is not None'
+            if p.if_node is not None and _tests_presence(p.if_node.test, me, p.attr)
+            else f"{me}.{p.attr} is not None"
+        )
         before = _stmt(
-            f'if getattr({me}, "{p.attr}", None) is not None:\n'
+            f"if {exists}:\n"
             f"{ind}{me}.{p.attr}.{p.close}()  # inherited through fork: close it before reopening\n",
             self.module,
         )
@@ -1103,7 +1161,7 @@ def _reset_src(var: str, op: Tuple[str, str]) -> str:
 def apply_pid(a: Analysis, plans: Sequence[PidPlan]) -> cst.Module:
     if not plans:
         return a.module
-    module = a.module.visit(_PidTransformer(a.module, plans))
+    module = a.module.visit(_PidTransformer(a, plans))
     if any(p.add_pid for p in plans):
         module = ensure_imports(module, ["os"])
     return module

@@ -169,7 +169,10 @@ def plan_main_guard(a: Analysis, starting: Sequence[cst.CSTNode]) -> GuardPlan:
     for i, s in enumerate(body):
         owner.index = i
         s.visit(owner)
-    scopes = MetadataWrapper(a.module, unsafe_skip_copy=True).resolve(ScopeProvider)
+    try:
+        scopes = MetadataWrapper(a.module, unsafe_skip_copy=True).resolve(ScopeProvider)
+    except Exception:  # pragma: no cover - libcst's scope analysis gave up on this module
+        return GuardPlan(False, reason="the module's names could not be resolved")
     global_scope = scopes.get(a.module)
     if global_scope is None:
         for s in body:

@@ -452,17 +452,16 @@ def _worker_seed(plan: RngPlan) -> str:
     return "info.seed % 2**32" if plan.kept.qname in SEED_32 else "info.seed"
 
 
-def _make_code(module: cst.Module, plan: RngPlan) -> str:
+def _create_lines(module: cst.Module, plan: RngPlan) -> List[str]:
+    """The statements that build this process's RNG into ``self.<state>`` (``info`` is bound)."""
     code = module.code_for_node
     worker = _worker_seed(plan)
+    state = f"self.{plan.names.state}"
     if plan.kept.qname == "torch.Generator" and plan.slot is not None and plan.slot[1] is None:
-        ctor = code(plan.kept.ctor)
-        return f"{ctor} if info is None else {ctor}.manual_seed({worker})"
-    if plan.seed is None:
-        seed = f"None if info is None else {worker}"
-    else:
-        seed = f"self.{plan.seed_attr} if info is None else {worker}"
-    return code(_make(plan, cst.parse_expression(seed)))
+        ind = module.default_indent
+        return [f"{state} = {code(plan.kept.ctor)}", "if info is not None:", f"{ind}{state}.manual_seed({worker})"]
+    original = "None" if plan.seed is None else f"self.{plan.seed_attr}"
+    return [f"seed = {original} if info is None else {worker}", f"{state} = {code(_make(plan, cst.Name('seed')))}"]
 
 
 def _worker_info_expr(a: Analysis) -> Tuple[str, bool]:
@@ -488,17 +487,14 @@ def _members(module: cst.Module, plan: RngPlan, worker_info: str) -> List[str]:
     ind = module.default_indent
     what = f"{module.code_for_node(plan.kept.ctor.func)}()"
     body = [
-        f'"""The {what} of this process: in a DataLoader worker, seeded from the worker\'s seed."""',
+        f'"""{what} of this process, seeded per DataLoader worker."""',
         f'if getattr(self, "{n.pid}", None) != os.getpid():',
     ]
     if plan.import_stmt is not None:
         body.append(f"{ind}{module.code_for_node(plan.import_stmt)}")
-    body += [
-        f"{ind}info = {worker_info}",
-        f"{ind}self.{n.state} = {_make_code(module, plan)}",
-        f"{ind}self.{n.pid} = os.getpid()",
-        f"return self.{n.state}",
-    ]
+    body += [f"{ind}info = {worker_info}"]
+    body += [f"{ind}{line}" for line in _create_lines(module, plan)]
+    body += [f"{ind}self.{n.pid} = os.getpid()", f"return self.{n.state}"]
     prop = f"@property\ndef {plan.attr}(self):\n" + "".join(f"{ind}{x}\n" for x in body)
     setter_body = [f"self.{n.state} = value", f"self.{n.pid} = os.getpid()"]
     setter = f"@{plan.attr}.setter\ndef {plan.attr}(self, value):\n" + "".join(f"{ind}{x}\n" for x in setter_body)
@@ -538,6 +534,17 @@ class _RngTransformer(cst.CSTTransformer):
         self.extends: Dict[int, Tuple[cst.SimpleStatementLine, List[str]]] = {}
         self.need_torch = False
         worker_info, self.need_torch = _worker_info_expr(a)
+        # a class and its base both needing a new __getstate__: one, in the base, pops every key
+        # (popping a key that is absent is harmless; a subclass's own would hide the base's)
+        adders = {id(p.owner.node) for p in plans if p.add_getstate}
+
+        def getstate_home(owner: ClassInfo) -> ClassInfo:
+            home = owner
+            for c in a.mro(owner)[1:]:
+                if id(c.node) in adders:
+                    home = c
+            return home
+
         done: Set[Tuple[int, str]] = set()
         for p in plans:
             self.smalls[id(p.small)] = _init_line(module, p)
@@ -552,7 +559,7 @@ class _RngTransformer(cst.CSTTransformer):
                 entry = self.extends.setdefault(id(g.node), (line, []))
                 entry[1].extend(f'{var}.pop("{k}", None)' for k in keys if f'{var}.pop("{k}", None)' not in entry[1])
             if p.add_getstate:
-                ks = self.new_getstate.setdefault(id(p.owner.node), [])
+                ks = self.new_getstate.setdefault(id(getstate_home(p.owner).node), [])
                 ks.extend(k for k in keys if k not in ks)
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign):

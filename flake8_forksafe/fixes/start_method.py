@@ -53,11 +53,8 @@ def set_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Cal
         sep_ws = _plain(call.whitespace_before_args)
     else:
         sep_ws = cst.SimpleWhitespace(" ")
-    if _is_multiline(closing):
-        assert isinstance(closing, cst.ParenthesizedWhitespace)
-        if not _is_multiline(sep_ws):  # `f(a, b,\n)`-like: indent the new line like the first argument
-            sep_ws = cst.ParenthesizedWhitespace(indent=True, last_line=cst.SimpleWhitespace(" " * 4))
-        assert isinstance(sep_ws, cst.ParenthesizedWhitespace)
+    if isinstance(closing, cst.ParenthesizedWhitespace) and isinstance(sep_ws, cst.ParenthesizedWhitespace):
+        # one argument per line, the parenthesis on its own line: the new argument gets its own line
         # the comment after the old last argument stays on its line
         last_comma = cst.Comma(
             whitespace_before=last.comma.whitespace_before if trailing else cst.SimpleWhitespace(""),
@@ -73,6 +70,7 @@ def set_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Cal
         else:
             new = new.with_changes(whitespace_after_arg=end)
     else:
+        # inline arguments (the closing line break, if any, stays after the new argument)
         if trailing:
             args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=sep_ws))
             new = new.with_changes(comma=cst.Comma(whitespace_after=closing))
@@ -208,6 +206,14 @@ def _names_used(module: cst.Module) -> Dict[str, int]:
             return False
 
         def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+            return False
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)  # `x.name`: only `x` is read
+            return False
+
+        def visit_Arg(self, node: cst.Arg) -> bool:
+            node.value.visit(self)  # `f(name=...)`: a keyword, not a read
             return False
 
         def visit_Name(self, node: cst.Name) -> None:

@@ -123,12 +123,36 @@ class ModuleSource:
         if self.factory is None:
             raise AttributeError(f"{os.path.basename(self.path)} has no function {fname!r}")
         self.loader_fn = getattr(self.mod, self.spec.get("loader") or "make_loader_kwargs", None)
+        self.make_loader = getattr(self.mod, "make_loader", None)
 
     def make(self) -> Any:
         return self.factory(**self.data)
 
-    def loader_kwargs(self) -> Dict[str, Any]:
-        return dict(self.loader_fn() or {}) if self.loader_fn is not None else {}
+    def loader_kwargs(self, dataset: Any) -> Dict[str, Any]:
+        kw: Dict[str, Any] = {}
+        if self.make_loader is not None:
+            kw.update(kwargs_from_loader(self.make_loader(dataset)))
+        if self.loader_fn is not None:
+            kw.update(self.loader_fn() or {})
+        return kw
+
+
+def kwargs_from_loader(loader: Any) -> Dict[str, Any]:
+    """The options of a user's ``DataLoader`` that travel to workers or shape them (never iterated)."""
+    from torch.utils.data._utils.collate import default_collate, default_convert
+
+    kw: Dict[str, Any] = {}
+    collate = getattr(loader, "collate_fn", None)
+    if collate is not None and collate not in (default_collate, default_convert):
+        kw["collate_fn"] = collate
+    for name in ("worker_init_fn", "generator"):
+        if getattr(loader, name, None) is not None:
+            kw[name] = getattr(loader, name)
+    if getattr(loader, "timeout", 0):
+        kw["timeout"] = loader.timeout
+    if getattr(loader, "batch_size", None) is not None:
+        kw["batch_size"] = loader.batch_size  # dropped with a note: the harness compares single items
+    return kw
 
 
 class PickleSource:
@@ -150,7 +174,7 @@ class PickleSource:
             return p["factory"](*p.get("args", ()), **p.get("kwargs", {}))
         return p["dataset"]
 
-    def loader_kwargs(self) -> Dict[str, Any]:
+    def loader_kwargs(self, dataset: Any) -> Dict[str, Any]:
         return dict(pickle.loads(self.blob).get("loader_kwargs") or {})
 
 
@@ -189,9 +213,10 @@ class Case:
         self.source.load()
 
     def _start_forkserver(self) -> None:
-        """Start the forkserver now, with torch preloaded, so its start-up overlaps the fork run. It is a
-        fresh interpreter: it inherits nothing of the dataset, exactly as in users' programs (whose
-        ``__main__``, preloaded by default, imports torch too)."""
+        """Have the forkserver preload torch, so two workers do not import it twice. The server is a fresh
+        interpreter: it inherits nothing of the dataset, exactly as in users' programs (whose
+        ``__main__``, preloaded by default, imports torch too). It starts on first use: a dataset that
+        cannot be pickled fails before it is needed."""
         if "forkserver" not in self.spec["contexts"] or "forkserver" not in mp.get_all_start_methods():
             return
         preload = ["torch", "torch.utils.data"]
@@ -203,9 +228,6 @@ class Case:
             pass
         ctx = mp.get_context("forkserver")
         ctx.set_forkserver_preload(preload)
-        from multiprocessing import forkserver
-
-        forkserver.ensure_running()
 
     # -------------------------------------------------------------- one start method
     def run_context(self, ctx: str) -> Dict[str, Any]:
@@ -228,8 +250,9 @@ class Case:
             state["ds"] = ds
             phase = "iterating the dataset without workers"
             try:
-                lk = self._loader_kwargs(res)
+                lk = self._loader_kwargs(res, ds)
                 state["wrapped"] = wrapped = self.probes.wrap(ds)
+                self.kind = "iterable" if isinstance(wrapped, self.probes.ProbeIterable) else "map"
                 baseline = self._baseline(wrapped, lk)
                 if self.nondeterministic is None:
                     second = self._baseline(wrapped, lk)
@@ -263,12 +286,13 @@ class Case:
         res["notes"].append(_short_tb(exc))
         return res
 
-    def _loader_kwargs(self, res: Dict[str, Any]) -> Dict[str, Any]:
-        lk = self.source.loader_kwargs()
+    def _loader_kwargs(self, res: Dict[str, Any], ds: Any) -> Dict[str, Any]:
+        lk = self.source.loader_kwargs(ds)
         for k in _IGNORED:
             if k in lk:
                 lk.pop(k)
-                res["notes"].append(f"loader option {k!r} ignored: the harness sets it")
+                res["notes"].append(f"loader option {k!r} ignored: the harness sets it (batch_size=None, "
+                                    f"{self.num_workers} workers, one start method at a time)")
         return lk
 
     def _baseline(self, wrapped: Any, lk: Dict[str, Any]) -> List[Tuple[Dict[str, Any], str, str]]:
@@ -314,10 +338,15 @@ class Case:
         parent_rng: List[Dict[str, Any]] = []
         for _ in range(epochs):
             parent_rng.append(probes.rng_states(wrapped.inner))
+            # persistent_workers=True: the iterator does not shut its workers down at the end of the epoch,
+            # so _fast_shutdown can kill them instead of waiting for spawn workers to tear down torch.
+            kw["persistent_workers"] = True
             loader = DataLoader(wrapped, batch_size=None, num_workers=self.num_workers,
                                 multiprocessing_context=ctx, collate_fn=collate, **kw)
+            it = None
             try:
-                items = list(loader)
+                it = iter(loader)
+                items = list(it)
             except _Timeout:
                 raise
             except BaseException as exc:  # noqa: BLE001
@@ -329,7 +358,8 @@ class Case:
                 self._fd_findings([], files, pos_before, res)
                 return
             finally:
-                del loader
+                _fast_shutdown(it)
+                del loader, it
             runs.append(items)
         got = runs[0]
         res["n_expected"], res["n_got"] = len(baseline), len(got)
@@ -345,8 +375,6 @@ class Case:
         b = [x[1] for x in baseline]
         g = [x[1] for x in got]
         if self.nondeterministic:
-            res["notes"].append("the dataset is random (two passes without workers differ): items are not "
-                                "compared, the randomness probes are")
             if len(b) != len(g):
                 res.update(verdict="differs", reason=f"expected {len(b)} items, got {len(g)}")
             return
@@ -441,6 +469,29 @@ class Case:
             p.join(2)
 
 
+def _fast_shutdown(it: Any) -> None:
+    """Stop a DataLoader iterator's workers with SIGKILL once their data is in (a spawn worker's orderly
+    exit tears torch down and takes seconds). The workers' PIDs are unregistered first, so torch's
+    SIGCHLD handler does not report the kill as a worker failure."""
+    if it is None:
+        return
+    try:
+        from torch.utils.data import _utils
+
+        if getattr(it, "_worker_pids_set", False):
+            _utils.signal_handling._remove_worker_pids(id(it))
+            it._worker_pids_set = False
+        workers = list(getattr(it, "_workers", []) or [])
+        for w in workers:
+            if w.is_alive():
+                w.kill()
+        for w in workers:
+            w.join(2)
+        it._shutdown_workers()
+    except Exception:  # noqa: BLE001 - fall back to torch's own shutdown in __del__
+        pass
+
+
 def _cuda_device() -> bool:
     try:
         import torch
@@ -492,12 +543,13 @@ def main(argv: Optional[List[str]] = None) -> None:
             rc = 3
             return
         writer.write({"event": "case", "label": case.source.label, "fd_method": case.fd_method})
+        case.kind = None
         for ctx in spec["contexts"]:
             t = time.monotonic()
             r = case.run_context(ctx)
             r["seconds"] = round(time.monotonic() - t, 2)
             writer.write({"event": "context", "result": r})
-        writer.write({"event": "done", "nondeterministic": bool(case.nondeterministic),
+        writer.write({"event": "done", "nondeterministic": bool(case.nondeterministic), "kind": case.kind,
                       "parent_cuda_init": case.hook.where, "device": _device_kind(),
                       "seconds": round(time.monotonic() - t0, 2)})
     except BaseException as exc:  # noqa: BLE001

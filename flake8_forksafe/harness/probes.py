@@ -152,15 +152,24 @@ def probe_method() -> str:
     return "none"
 
 
+_LIBC: List[Any] = []
+
+
+def _syscall() -> Any:
+    if not _LIBC:
+        try:
+            _LIBC.append(ctypes.CDLL(None, use_errno=True).syscall)
+        except (OSError, AttributeError):
+            _LIBC.append(None)
+    return _LIBC[0]
+
+
 def _kcmp(pid1: int, pid2: int, fd1: int, fd2: int) -> Optional[bool]:
     nr = _SYS_KCMP.get(platform.machine().lower())
-    if nr is None or not hasattr(ctypes, "CDLL"):
+    syscall = _syscall() if nr is not None else None
+    if syscall is None:
         return None
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-    r = libc.syscall(nr, pid1, pid2, _KCMP_FILE, fd1, fd2)
+    r = syscall(nr, pid1, pid2, _KCMP_FILE, fd1, fd2)
     if r < 0:
         return None
     return r == 0

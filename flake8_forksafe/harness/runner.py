@@ -160,6 +160,8 @@ class _Proc:
             self.p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=o, stderr=e, cwd=cwd, env=_env(),
                                       start_new_session=True, close_fds=True)
         self.timed_out = False
+        self.started = time.monotonic()
+        self.seconds = 0.0
 
     def wait(self, deadline: float) -> int:
         try:
@@ -168,6 +170,7 @@ class _Proc:
             self.timed_out = True
             _kill_group(self.p.pid)
             rc = self.p.wait()
+        self.seconds = round(time.monotonic() - self.started, 2)
         # Leftovers (the forkserver, the resource tracker, orphaned workers) go with the group.
         _kill_group(self.p.pid)
         return rc
@@ -218,7 +221,11 @@ def _run_case(source: Dict[str, Any], label: str, kind_hint: str, contexts: List
             res.notes.append(ev.get("traceback", "")[-1500:])
     if done:
         res.device = done.get("device", "cpu")
+        res.kind = done.get("kind") or res.kind
         res.nondeterministic = bool(done.get("nondeterministic"))
+        if res.nondeterministic:
+            res.notes.append("the dataset is random (two passes without workers differ): items are compared by "
+                             "count only, the randomness probes decide")
         if done.get("parent_cuda_init"):
             res.findings.append(Finding("parent_cuda_init", f"CUDA is initialised in the parent before workers "
                                         f"start, at {done['parent_cuda_init']}",
@@ -419,7 +426,7 @@ def check_script(path: Union[str, "os.PathLike[str]"], *, contexts: Iterable[str
             rc = pr.wait(t0 + tos[c] + SETUP_ALLOWANCE / 2)
             err = _tail(pr.err, 6000)
             cr = ContextResult(c, OK)
-            cr.seconds = round(time.monotonic() - t0, 2)
+            cr.seconds = pr.seconds
             if pr.timed_out:
                 cr.verdict, cr.reason = HANGS, f"the script did not finish within {tos[c] + SETUP_ALLOWANCE / 2:g} s"
             elif rc != 0:

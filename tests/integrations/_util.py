@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -97,6 +97,19 @@ def git(*args: str, cwd: Path, env: Dict[str, str] | None = None) -> str:
     r = run(["git", "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main", *args], cwd=cwd, env=env or clean_env())
     assert r.returncode == 0, f"git {' '.join(args)} failed:\n{r.stdout}\n{r.stderr}"
     return r.stdout
+
+
+class HookRepo(NamedTuple):
+    """A git repository pre-commit can install the hooks from, and the commit to use."""
+
+    path: Path
+    rev: str
+
+
+def precommit_config(repo: HookRepo, hooks: List[Dict[str, Any]]) -> str:
+    import yaml
+
+    return yaml.safe_dump({"repos": [{"repo": str(repo.path), "rev": repo.rev, "hooks": hooks}]}, sort_keys=False)
 
 
 # ------------------------------------------------------------------------------------------ SARIF

@@ -1,0 +1,2 @@
+pytest_plugins = ["pytester"]
+def test_x(pytester): pass

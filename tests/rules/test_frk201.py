@@ -1,0 +1,490 @@
+"""FRK201: lambdas kept on datasets or given to DataLoaders with workers (beyond the fixtures)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from flake8_forksafe.config import Config
+from flake8_forksafe.engine import check_source
+from flake8_forksafe.fix import fix_source
+
+CFG = Config(select=("FRK201",)).with_knowledge()
+ALL = Config(select=("FRK", "FRK501")).with_knowledge()
+SPAWN = "spawn/forkserver workers cannot pickle it (it only works under fork)"
+TODO = "use a module-level function (functools.partial to bind values)"
+
+
+def findings(src, cfg=CFG):
+    return [(f.code, f.line, f.col, f.fix) for f in check_source(textwrap.dedent(src), "t.py", cfg)]
+
+
+def fixed(src, cfg=CFG):
+    res = fix_source(textwrap.dedent(src), "t.py", cfg)
+    assert not res.errors
+    return res.source
+
+
+# --------------------------------------------------------------------------------------------------
+# what is flagged
+
+
+def test_messages_say_where_the_lambda_goes():
+    src = textwrap.dedent(
+        """
+        from torch.utils.data import DataLoader, Dataset
+
+        class DS(Dataset):
+            def __init__(self, items, key=lambda x: x):
+                self.items = items
+                self.key = key
+
+            def __getitem__(self, i):
+                return self.key(self.items[i])
+
+        def loaders(items, workers):
+            ds = DS(items, key=lambda x: -x)
+            ds.post = lambda x: x
+            return DataLoader(ds, num_workers=workers, collate_fn=lambda b: b)
+        """
+    )
+    got = [(f.line, f.col, f.message) for f in check_source(src, "t.py", CFG)]
+    assert got == [
+        (5, 34, f"lambda stored on dataset DS (self.key): {SPAWN}; {TODO}"),
+        (13, 23, f"lambda passed to the dataset constructor DS(): {SPAWN}; {TODO}"),
+        (14, 14, f"lambda stored on dataset object ds.post: {SPAWN}; {TODO}"),
+        (15, 58, f"lambda passed as collate_fn to a DataLoader whose num_workers is not 0: {SPAWN}; {TODO}"),
+    ]
+
+
+def test_transient_lambdas_and_unstored_defaults_are_not_flagged():
+    src = """
+        import functools
+        from torch.utils.data import Dataset
+
+        class DS(Dataset):
+            def __init__(self, items, key=lambda x: x):
+                self.items = sorted(items, key=key)
+                self.total = functools.reduce(lambda a, b: a + b, items, 0)
+                self.evens = list(filter(lambda x: x % 2 == 0, items))
+                self.first = (lambda xs: xs[0])(items)
+
+            def __getitem__(self, i):
+                return self.items[i]
+        """
+    assert findings(src) == []
+
+
+def test_wrapping_calls_and_containers_keep_the_lambda():
+    src = """
+        from collections import defaultdict
+        import numpy as np
+        from torch.utils.data import Dataset
+
+        class DS(Dataset):
+            def __init__(self):
+                self.counts = defaultdict(lambda: 0)
+                self.vec = np.vectorize(lambda v: v + 1)
+                self.ops = {"neg": lambda x: -x}
+                steps = []
+                steps.append(lambda x: x * 2)
+                self.steps = steps
+
+            def __getitem__(self, i):
+                return i
+        """
+    assert findings(src) == [
+        ("FRK201", 8, 34, "safe"),
+        ("FRK201", 9, 32, "safe"),
+        ("FRK201", 10, 27, "safe"),
+        ("FRK201", 12, 21, "safe"),
+    ]
+
+
+def test_worker_only_lambdas_are_not_flagged():
+    src = """
+        from torch.utils.data import Dataset
+
+        class DS(Dataset):
+            def __getitem__(self, i):
+                self.last = lambda: i
+                return i
+        """
+    assert findings(src) == []
+
+
+def test_loader_exemption_is_per_call():
+    src = """
+        from torch.utils.data import DataLoader
+
+        def loaders(ds):
+            debug = DataLoader(ds, num_workers=0, collate_fn=lambda b: b)
+            train = DataLoader(ds, num_workers=4, worker_init_fn=lambda i: None, sampler=None)
+            return debug, train
+        """
+    assert findings(src) == [("FRK201", 6, 57, "safe")]
+
+
+def test_dataset_exempt_when_its_loaders_have_no_workers():
+    src = """
+        from torch.utils.data import DataLoader, Dataset
+
+        class DS(Dataset):
+            def __init__(self):
+                self.f = lambda x: x
+
+            def __getitem__(self, i):
+                return self.f(i)
+
+        loader = DataLoader(DS(), num_workers=0)
+        """
+    assert findings(src) == []
+    assert findings(src.replace("num_workers=0", "num_workers=2")) == [("FRK201", 6, 17, "safe")]
+
+
+def test_loader_subclass_super_init():
+    src = """
+        from torch.utils.data import DataLoader
+
+        class Quiet(DataLoader):
+            def __init__(self, ds):
+                super().__init__(ds, num_workers=0, collate_fn=lambda b: b)
+
+        class Busy(DataLoader):
+            def __init__(self, ds, **kw):
+                super().__init__(ds, collate_fn=lambda b: b, **kw)
+        """
+    assert findings(src) == [("FRK201", 10, 40, "safe")]
+
+
+def test_noqa():
+    src = """
+        from torch.utils.data import DataLoader
+        loader = DataLoader([], num_workers=2, collate_fn=lambda b: b)  # noqa: FRK201
+        """
+    assert findings(src) == []
+
+
+# --------------------------------------------------------------------------------------------------
+# the fix
+
+
+def test_captured_locals_become_keyword_only_parameters():
+    src = """
+        from torch.utils.data import DataLoader
+
+
+        def make(ds, pad, workers=2):
+            scale = 2.0
+            return DataLoader(ds, num_workers=workers, collate_fn=lambda b, *extra: [x * scale + pad for x in b])
+        """
+    assert fixed(src) == textwrap.dedent(
+        """
+        from torch.utils.data import DataLoader
+        import functools
+
+
+        def _collate_fn(b, *extra, scale, pad):
+            return [x * scale + pad for x in b]
+
+
+        def make(ds, pad, workers=2):
+            scale = 2.0
+            return DataLoader(ds, num_workers=workers, collate_fn=functools.partial(_collate_fn, scale=scale, pad=pad))
+        """
+    )
+
+
+@pytest.mark.parametrize(
+    "imports,spelled",
+    [
+        ("import functools as ft\n", "ft.partial"),
+        ("from functools import partial\n", "partial"),
+        ("from functools import partial as bind\n", "bind"),
+    ],
+)
+def test_existing_partial_import_is_reused(imports, spelled):
+    src = imports + textwrap.dedent(
+        """
+        from torch.utils.data import DataLoader
+
+        def make(ds, k):
+            return DataLoader(ds, num_workers=2, collate_fn=lambda b: b * k)
+        """
+    )
+    out = fix_source(src, "t.py", CFG).source
+    assert out.startswith(imports + "\nfrom torch.utils.data import DataLoader\n\n\ndef _collate_fn(b, *, k):\n")
+    assert f"collate_fn={spelled}(_collate_fn, k=k))" in out
+    assert "import functools\n" not in out
+
+
+def test_not_fixable_when_the_value_can_change_or_needs_the_instance():
+    src = """
+        from torch.utils.data import DataLoader, Dataset
+
+        class DS(Dataset):
+            def __init__(self, n):
+                self.n = n
+                self.f = lambda x: x % self.n
+                self.fs = [lambda x: x + k for k in range(3)]
+                later = 1
+                self.g = lambda x: x + later
+                later = 2
+                for j in range(2):
+                    self.h = lambda x: x * j
+
+            def __getitem__(self, i):
+                return self.f(i)
+
+        loader = DataLoader(DS(3), num_workers=2)
+        """
+    assert findings(src) == [
+        ("FRK201", 7, 17, None),
+        ("FRK201", 8, 19, None),
+        ("FRK201", 10, 17, None),
+        ("FRK201", 13, 21, None),
+    ]
+    assert fixed(src) == textwrap.dedent(src)
+
+
+def test_reassigned_before_creation_is_fine():
+    src = """
+        from torch.utils.data import Dataset
+
+        class DS(Dataset):
+            def __init__(self, scale=None):
+                scale = scale or 1.0
+                self.f = lambda x: x * scale
+
+            def __getitem__(self, i):
+                return self.f(i)
+        """
+    assert findings(src) == [("FRK201", 7, 17, "safe")]
+    assert "self.f = functools.partial(_f_fn, scale=scale)" in fixed(src)
+
+
+def test_local_import_is_repeated_and_module_names_are_not_bound():
+    src = """
+        import math
+        from torch.utils.data import DataLoader
+
+        def make(ds):
+            import numpy as np
+            return DataLoader(ds, num_workers=2, collate_fn=lambda b: np.stack(b) * math.pi)
+        """
+    assert fixed(src) == textwrap.dedent(
+        """
+        import math
+        from torch.utils.data import DataLoader
+
+
+        def _collate_fn(b):
+            import numpy as np
+            return np.stack(b) * math.pi
+
+
+        def make(ds):
+            import numpy as np
+            return DataLoader(ds, num_workers=2, collate_fn=_collate_fn)
+        """
+    )
+
+
+def test_names_are_unique_and_comments_kept():
+    src = """
+        from torch.utils.data import DataLoader
+
+
+        def _collate_fn(b):
+            return b
+
+
+        # loaders for the two splits
+        def make(ds, _collate_fn_2=None):
+            a = DataLoader(ds, num_workers=2, collate_fn=lambda b: b[0])  # first
+            b = DataLoader(ds, num_workers=2, collate_fn=lambda b: (  # second
+                b[1]  # keep me
+            ))
+            return a, b
+        """
+    assert fixed(src) == textwrap.dedent(
+        """
+        from torch.utils.data import DataLoader
+
+
+        def _collate_fn(b):
+            return b
+
+
+        def _collate_fn_3(b):
+            return b[0]
+
+
+        def _collate_fn_4(b):
+            return (  # second
+                b[1]  # keep me
+            )
+
+
+        # loaders for the two splits
+        def make(ds, _collate_fn_2=None):
+            a = DataLoader(ds, num_workers=2, collate_fn=_collate_fn_3)  # first
+            b = DataLoader(ds, num_workers=2, collate_fn=_collate_fn_4)
+            return a, b
+        """
+    )
+
+
+def test_multiline_body_without_parentheses_is_wrapped():
+    src = """
+        from torch.utils.data import DataLoader
+        loader = DataLoader([], num_workers=2, collate_fn=lambda b: b[0] +
+                            b[1])
+        """
+    out = fixed(src)
+    assert "def _collate_fn(b):\n    return (b[0] +\n                        b[1])\n" in out
+    compile(out, "t.py", "exec")
+
+
+def test_fix_is_idempotent_and_keeps_crlf():
+    src = (
+        "from torch.utils.data import DataLoader\r\n"
+        "\r\n"
+        "def make(ds, k):\r\n"
+        "    return DataLoader(ds, num_workers=2, collate_fn=lambda b: b * k)\r\n"
+    )
+    once = fix_source(src, "t.py", CFG).source
+    assert "\n" not in once.replace("\r\n", "")
+    assert "def _collate_fn(b, *, k):\r\n    return b * k\r\n" in once
+    assert fix_source(once, "t.py", CFG).source == once
+    assert check_source(once, "t.py", CFG) == []
+
+
+# --------------------------------------------------------------------------------------------------
+# runtime: the fixed script works under fork, spawn and forkserver
+
+
+SCRIPT = '''\
+"""Toy training script: squares, a lambda transform pipeline and a lambda collate_fn."""
+import sys
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Compose:
+    def __init__(self, fns):
+        self.fns = fns
+
+    def __call__(self, x):
+        for f in self.fns:
+            x = f(x)
+        return x
+
+
+class Squares(Dataset):
+    def __init__(self, n, scale=2.0, target_transform=lambda y: y % 3):
+        self.n = n
+        self.transform = Compose([lambda x: x * x, lambda x: x * scale])  # augment
+        self.target_transform = target_transform
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return self.transform(torch.tensor([float(i)])), self.target_transform(i)
+
+
+def make_loader(ds, workers, ctx=None):
+    offset = 10.0
+    return DataLoader(
+        ds,
+        batch_size=4,
+        num_workers=workers,
+        multiprocessing_context=ctx,
+        collate_fn=lambda batch: (torch.stack([x for x, _ in batch]) + offset, [y for _, y in batch]),
+    )
+
+
+if __name__ == "__main__":
+    for xs, ys in make_loader(Squares(8), int(sys.argv[1])):
+        print(xs.flatten().tolist(), ys)
+'''
+
+DRIVER = '''\
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import importlib
+
+
+def batches(mod, workers, ctx):
+    loader = mod.make_loader(mod.Squares(12), workers, ctx)
+    return [[xs.flatten().tolist(), ys] for xs, ys in loader]
+
+
+if __name__ == "__main__":
+    out = {}
+    for arg in sys.argv[2:]:
+        name, _, contexts = arg.partition(":")
+        mod = importlib.import_module(name)
+        base = batches(mod, 0, None)
+        res = {}
+        for ctx in contexts.split(","):
+            try:
+                res[ctx] = "same" if batches(mod, 2, ctx) == base else "different"
+            except Exception as exc:
+                res[ctx] = f"{type(exc).__name__}: {exc}"
+        out[name] = res
+    print(json.dumps(out))
+'''
+
+
+def test_runtime_script_is_flagged_and_fixed_exactly():
+    got = [(f.code, f.line, f.col, f.fix) for f in check_source(SCRIPT, "toy.py", ALL)]
+    assert got == [
+        ("FRK201", 19, 54, "safe"),
+        ("FRK201", 21, 34, "safe"),
+        ("FRK201", 21, 51, "safe"),
+        ("FRK201", 38, 19, "safe"),
+    ]
+    res = fix_source(SCRIPT, "toy.py", ALL)
+    assert res.remaining == []
+    assert "collate_fn=functools.partial(_collate_fn, offset=offset)," in res.source
+    assert "self.transform = Compose([_transform_fn, functools.partial(_transform_fn_2, scale=scale)])  # augment" in res.source
+
+
+@pytest.mark.slow
+def test_fixed_script_runs_under_every_start_method(tmp_path):
+    (tmp_path / "toy_unfixed.py").write_text(SCRIPT)
+    (tmp_path / "toy_fixed.py").write_text(fix_source(SCRIPT, "toy.py", ALL).source)
+    (tmp_path / "driver.py").write_text(DRIVER)
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.Popen(
+        [sys.executable, str(tmp_path / "driver.py"), str(tmp_path), "toy_unfixed:fork,spawn", "toy_fixed:fork,spawn,forkserver"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("the DataLoader subprocess timed out")
+    assert proc.returncode == 0, err
+    res = json.loads(out.strip().splitlines()[-1])
+    assert res["toy_fixed"] == {"fork": "same", "spawn": "same", "forkserver": "same"}
+    unfixed = res["toy_unfixed"]
+    assert unfixed["fork"] == "same"  # fork hides the bug
+    assert unfixed["spawn"].startswith(("AttributeError", "PicklingError", "TypeError")), unfixed["spawn"]
+    assert "pickle" in unfixed["spawn"] and "lambda" in unfixed["spawn"], unfixed["spawn"]

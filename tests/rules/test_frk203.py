@@ -1,0 +1,144 @@
+"""FRK203: unpicklable / fork-unsafe objects kept on a dataset, and the per-process lazy fix."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import textwrap
+import types
+
+import pytest
+
+from flake8_forksafe.config import Config
+from flake8_forksafe.engine import check_source
+from flake8_forksafe.fix import fix_source
+
+CFG = Config(select=("FRK203",)).with_knowledge()
+ALL = Config(select=("FRK", "FRK501")).with_knowledge()
+
+
+def findings(src):
+    return [(f.line, f.col, f.fix) for f in check_source(textwrap.dedent(src), "m.py", CFG)]
+
+
+def fixed(src):
+    res = fix_source(textwrap.dedent(src), "m.py", CFG, unsafe=True)
+    assert not res.errors
+    return res.source
+
+
+LOCKS = """
+import queue
+import threading as th
+from torch.utils.data import Dataset
+
+class DS(Dataset):
+    def __init__(self, items, slots=2):
+        self.items = items
+        self.lock = th.RLock()
+        self.sem = th.Semaphore(slots)
+        self.done = queue.SimpleQueue()
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        with self.lock, self.sem:
+            self.done.put(i)
+            return self.items[i]
+"""
+
+
+def test_messages_and_positions():
+    fs = check_source(textwrap.dedent(LOCKS), "m.py", CFG)
+    assert [(f.line, f.col, f.fix) for f in fs] == [(9, 20, "safe"), (10, 19, "safe"), (11, 20, "safe")]
+    assert fs[0].message == (
+        "threading.RLock() created in DS.__init__ and kept in self.lock: spawn workers cannot pickle it "
+        "and fork copies it into every worker in its current state; create it lazily in each worker process"
+    )
+
+
+def _load(src, name):
+    mod = types.ModuleType(name)
+    sys.modules[name] = mod  # pickle finds the class by module name
+    try:
+        exec(compile(src, name, "exec"), mod.__dict__)
+    except ImportError as exc:  # pragma: no cover - torch missing
+        pytest.skip(str(exc))
+    return mod
+
+
+def test_fixed_dataset_pickles_and_recreates_per_process():
+    pytest.importorskip("torch")
+    out = fixed(LOCKS)
+    assert "        self._sem_args = (slots,)\n" in out
+    assert "            self._sem = th.Semaphore(*self._sem_args)\n" in out
+    assert not check_source(out, "m.py", ALL)
+    mod = _load(out, "frk203_fixed_locks")
+    try:
+        ds = mod.DS([1, 2, 3], slots=1)
+        assert ds[1] == 2 and ds.done.get() == 1  # the parent uses it first
+        lock = ds.lock
+        assert ds.lock is lock  # one object per process
+        copy = pickle.loads(pickle.dumps(ds))  # spawn: the lock is not pickled
+        assert copy[2] == 3 and copy.lock is not lock
+        ds._lock_pid = os.getpid() + 1  # what a forked child sees
+        assert ds.lock is not lock
+    finally:
+        del sys.modules["frk203_fixed_locks"]
+
+
+def test_unfixed_dataset_does_not_pickle():
+    pytest.importorskip("torch")
+    mod = _load(textwrap.dedent(LOCKS), "frk203_unfixed_locks")
+    try:
+        with pytest.raises(TypeError, match="cannot pickle"):
+            pickle.dumps(mod.DS([1]))
+    finally:
+        del sys.modules["frk203_unfixed_locks"]
+
+
+@pytest.mark.parametrize(
+    "src, want",
+    [
+        # thread: reported, no fix
+        ("import threading\nfrom torch.utils.data import Dataset\n\nclass DS(Dataset):\n    def __init__(self):\n"
+         "        self.t = threading.Thread(target=print)\n", [(6, 17, None)]),
+        # via a local variable
+        ("import threading\nfrom torch.utils.data import Dataset\n\nclass DS(Dataset):\n    def __init__(self):\n"
+         "        lock = threading.Lock()\n        self.lock = lock\n", [(6, 15, None)]),
+        # a generator method's result
+        ("from torch.utils.data import Dataset\n\nclass DS(Dataset):\n    def __init__(self, xs):\n"
+         "        self.it = self._gen(xs)\n\n    def _gen(self, xs):\n        yield from xs\n", [(5, 18, None)]),
+        # module object, aliased
+        ("import numpy as np\nfrom torch.utils.data import Dataset\n\nclass DS(Dataset):\n    def __init__(self):\n"
+         "        self.np = np\n", [(6, 18, None)]),
+        # a queue the parent fills: a fresh queue per process would be empty
+        ("import queue\nfrom torch.utils.data import Dataset\n\nclass DS(Dataset):\n    def __init__(self, xs):\n"
+         "        self.q = queue.Queue()\n        for x in xs:\n            self.q.put(x)\n", [(6, 17, None)]),
+        # executors
+        ("from concurrent.futures import ThreadPoolExecutor\nfrom torch.utils.data import Dataset\n\nclass DS(Dataset):\n"
+         "    def __init__(self):\n        self.pool = ThreadPoolExecutor(4)\n", [(6, 20, None)]),
+    ],
+)
+def test_recall(src, want):
+    assert findings(src) == want
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "import multiprocessing as mp\nimport torch.multiprocessing as tmp\nfrom torch.utils.data import Dataset\n\n"
+        "class DS(Dataset):\n    def __init__(self):\n        self.l = mp.Lock()\n        self.q = tmp.Queue()\n"
+        "        self.m = mp.Manager().dict()\n        self.v = mp.get_context('spawn').Event()\n",
+        "import threading\nfrom torch.utils.data import Dataset\n\nclass DS(Dataset):\n    def __init__(self):\n"
+        "        self.lock_type = threading.Lock\n        self.order = iter([1, 2])\n",
+        "import threading\n\nclass NotADataset:\n    def __init__(self):\n        self.lock = threading.Lock()\n",
+        # a parameter that shadows a module name is not a module
+        "import json\nfrom torch.utils.data import Dataset\n\nclass DS(Dataset):\n    def __init__(self, json=None):\n"
+        "        self.json = json\n",
+    ],
+)
+def test_precision(src):
+    assert findings(src) == []

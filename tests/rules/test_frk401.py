@@ -1,0 +1,364 @@
+"""FRK401: which top-level code starts workers, the exact fix, and the fixed script really running
+under spawn while the unguarded one dies while bootstrapping."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from flake8_forksafe.config import Config
+from flake8_forksafe.engine import check_source
+from flake8_forksafe.fix import fix_source
+
+CFG = Config(select=("FRK401",)).with_knowledge()
+GUARD = 'outside `if __name__ == "__main__":`: spawn/forkserver workers re-import this module and fail with a bootstrapping RuntimeError; move the script code under the guard'
+
+
+def findings(src, path="script.py", **kw):
+    return [(f.line, f.col, f.fix) for f in check_source(textwrap.dedent(src), path, CFG, **kw)]
+
+
+def messages(src):
+    return [f.message for f in check_source(textwrap.dedent(src), "script.py", CFG)]
+
+
+def fixed(src):
+    res = fix_source(textwrap.dedent(src), "script.py", CFG)
+    assert not res.errors
+    return res.source
+
+
+# --------------------------------------------------------------------------------------------------
+# what starts workers
+
+
+def test_messages_say_what_starts_workers():
+    src = """
+    from torch.utils.data import DataLoader
+
+    loader = DataLoader(range(8), num_workers=2)
+
+
+    def train(dl):
+        for batch in dl:
+            print(batch)
+
+
+    first = next(iter(loader))
+    train(loader)
+    """
+    assert findings(src) == [(12, 0, "safe"), (13, 0, "safe")]
+    assert messages(src) == [
+        f"module-level code iterates `loader`, a DataLoader with worker processes, {GUARD}",
+        f"module-level code calls train(), which iterates `dl`, a DataLoader with worker processes, {GUARD}",
+    ]
+
+
+@pytest.mark.parametrize(
+    "body,want",
+    [
+        # a factory whose num_workers is a parameter: the argument decides
+        ("for b in get_loader(0):\n    pass", []),
+        ("for b in get_loader():\n    pass", [(7, 0, "safe")]),
+        ("for b in get_loader(workers=3):\n    pass", [(7, 0, "safe")]),
+        # wrappers and consumers
+        ("for i, b in enumerate(get_loader()):\n    pass", [(7, 0, "safe")]),
+        ("xs = list(get_loader())", [(7, 0, "safe")]),
+        ("xs = [b for b in get_loader()]", [(7, 0, "safe")]),
+        ("n = len(get_loader())", []),
+        ("dl = get_loader()", []),
+    ],
+)
+def test_loader_factories(body, want):
+    src = "from torch.utils.data import DataLoader\n\n\ndef get_loader(workers=4):\n" \
+          "    return DataLoader(range(4), num_workers=workers)\n\n" + body + "\n"
+    assert findings(src) == want
+
+
+def test_methods_containers_and_loops():
+    src = """
+    import torch
+    from tqdm import tqdm
+    from torch.utils.data import DataLoader
+
+
+    class Trainer:
+        def __init__(self, loader, epochs=1):
+            self.loader = loader
+            self.epochs = epochs
+
+        def fit(self):
+            for _ in range(self.epochs):
+                for b in tqdm(self.loader):
+                    pass
+
+
+    loaders = {p: DataLoader(range(4), num_workers=2) for p in ["train", "val"]}
+    Trainer(DataLoader(range(4), num_workers=0)).fit()
+    Trainer(loaders["train"]).fit()
+    t = Trainer(DataLoader(range(4), num_workers=1))
+    t.fit()
+    for dl in [loaders["val"]]:
+        for b in dl:
+            pass
+    """
+    assert findings(src) == [(20, 0, "safe"), (22, 0, "safe"), (23, 0, "safe")]
+
+
+def test_processes_pools_and_spawn():
+    src = """
+    import multiprocessing as mp
+    import torch.multiprocessing as tmp
+    from concurrent.futures import ProcessPoolExecutor
+
+
+    def work(rank):
+        print(rank)
+
+
+    procs = [mp.Process(target=work, args=(r,)) for r in range(2)]
+    for p in procs:
+        p.start()
+    ctx = mp.get_context("spawn")
+    q = ctx.Process(target=work, args=(9,))
+    q.start()
+    with ctx.Pool(2) as pool:
+        pool.map(work, range(3))
+    with ProcessPoolExecutor(2) as ex:
+        list(ex.map(work, range(3)))
+    tmp.spawn(work, nprocs=2)
+    """
+    # `.start()` is pointed at; the other starters at their top-level statement
+    assert findings(src) == [(13, 4, "safe"), (16, 0, "safe"), (17, 0, "safe"), (19, 0, "safe"), (21, 0, "safe")]
+
+
+def test_process_subclass():
+    src = """
+    import multiprocessing
+
+
+    class Worker(multiprocessing.Process):
+        def run(self):
+            print("hi")
+
+
+    w = Worker()
+    w.start()
+    """
+    assert findings(src, prefilter=False) == [(11, 0, "safe")]
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        # explicit fork: children re-import nothing
+        'from torch.utils.data import DataLoader\nfor b in DataLoader(range(4), num_workers=2, multiprocessing_context="fork"):\n    pass\n',
+        'import multiprocessing as mp\nwith mp.get_context("fork").Pool(2) as p:\n    p.map(abs, [1])\n',
+        # threads
+        "import threading\nt = threading.Thread(target=print)\nt.start()\n",
+        "from concurrent.futures import ThreadPoolExecutor\nwith ThreadPoolExecutor() as ex:\n    ex.map(abs, [1])\n",
+        # guarded, or only defined
+        'from torch.utils.data import DataLoader\nif __name__ == "__main__":\n    for b in DataLoader(range(4), num_workers=2):\n        pass\n',
+        "from torch.utils.data import DataLoader\ndef main():\n    for b in DataLoader(range(4), num_workers=2):\n        pass\n",
+        # recursion does not hang
+        "from torch.utils.data import DataLoader\ndef f(n):\n    return f(n)\nf(DataLoader(range(3), num_workers=2))\n",
+    ],
+)
+def test_not_flagged(src):
+    assert findings(src) == []
+
+
+def test_package_main_is_exempt():
+    src = "from torch.utils.data import DataLoader\nfor b in DataLoader(range(4), num_workers=2):\n    pass\n"
+    assert findings(src, "pkg/__main__.py") == []
+    assert findings(src, "pkg/cli.py") == [(2, 0, "safe")]
+
+
+def test_noqa():
+    src = "from torch.utils.data import DataLoader\nfor b in DataLoader(range(4), num_workers=2):  # noqa: FRK401\n    pass\n"
+    assert findings(src) == []
+
+
+# --------------------------------------------------------------------------------------------------
+# the fix
+
+
+def test_fix_new_guard_keeps_definitions_and_what_they_read():
+    src = '''\
+    """Train."""
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    EPOCHS = 2
+    torch.manual_seed(0)
+    model = torch.nn.Linear(1, 1)
+    data = TensorDataset(torch.ones(8, 1))
+
+
+    def step(x):
+        return model(x).sum()
+
+
+    # the loop
+    loader = DataLoader(data, batch_size=2, num_workers=2)
+    for epoch in range(EPOCHS):
+        for (x,) in loader:
+            step(x)
+    print("done")
+    # end
+    '''
+    assert fixed(src) == textwrap.dedent('''\
+    """Train."""
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    EPOCHS = 2
+    torch.manual_seed(0)
+    model = torch.nn.Linear(1, 1)
+
+
+    def step(x):
+        return model(x).sum()
+
+
+    if __name__ == "__main__":
+        data = TensorDataset(torch.ones(8, 1))
+
+        # the loop
+        loader = DataLoader(data, batch_size=2, num_workers=2)
+        for epoch in range(EPOCHS):
+            for (x,) in loader:
+                step(x)
+        print("done")
+    # end
+    ''')
+
+
+def test_fix_uses_existing_guards_in_order():
+    src = """\
+    from torch.utils.data import DataLoader
+
+    loader = DataLoader(range(8), num_workers=2)
+    print(next(iter(loader)))
+
+    if __name__ == '__main__':
+        print('main')
+
+    for b in loader:
+        print(b)
+    """
+    assert fixed(src) == textwrap.dedent("""\
+    from torch.utils.data import DataLoader
+
+    if __name__ == '__main__':
+        loader = DataLoader(range(8), num_workers=2)
+        print(next(iter(loader)))
+        print('main')
+
+        for b in loader:
+            print(b)
+    """)
+
+
+def test_fix_single_quotes_and_crlf():
+    src = "from torch.utils.data import DataLoader\r\nx = 'a'\r\nfor b in DataLoader(range(4), num_workers=2):\r\n    print(b, x)\r\n"
+    res = fix_source(src, "script.py", CFG)
+    assert res.source == (
+        "from torch.utils.data import DataLoader\r\nx = 'a'\r\n\r\nif __name__ == '__main__':\r\n"
+        "    for b in DataLoader(range(4), num_workers=2):\r\n        print(b, x)\r\n"
+    )
+
+
+def test_fix_is_idempotent_and_clean():
+    src = "from torch.utils.data import DataLoader\n\ndl = DataLoader(range(4), num_workers=2)\nfor b in dl:\n    pass\n"
+    once = fixed(src)
+    assert fixed(once) == once
+    assert findings(once) == []
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        # a function reads a name the worker-starting loop binds
+        "from torch.utils.data import DataLoader\nfor batch in DataLoader(range(4), num_workers=2):\n    pass\n"
+        "def last():\n    return batch\n",
+        # the loop runs before a statement that must stay (it may depend on the loop's effects)
+        "import torch\nfrom torch.utils.data import DataLoader\nfor b in DataLoader(range(4), num_workers=2):\n"
+        "    pass\nmodel = torch.nn.Linear(1, 1)\ndef predict(x):\n    return model(x)\n",
+        # an import shares the line with code that must move
+        "from torch.utils.data import DataLoader\nimport os; dl = DataLoader(range(4), num_workers=2)\nfor b in dl:\n    pass\n",
+        # a guard with an else branch
+        "from torch.utils.data import DataLoader\nfor b in DataLoader(range(4), num_workers=2):\n    pass\n"
+        "if __name__ == '__main__':\n    pass\nelse:\n    pass\n",
+    ],
+)
+def test_not_fixable(src):
+    got = findings(src)
+    assert got and all(fix is None for _, _, fix in got)
+    assert not fix_source(src, "script.py", CFG).changed
+
+
+# --------------------------------------------------------------------------------------------------
+# runtime: python script.py under spawn
+
+SCRIPT = '''\
+"""Sum the squares 0..19 with two spawn DataLoader workers."""
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Squares(Dataset):
+    def __len__(self):
+        return 20
+
+    def __getitem__(self, i):
+        return torch.tensor(i * i)
+
+
+def total(loader):
+    return sum(int(batch.sum()) for batch in loader)
+
+
+loader = DataLoader(Squares(), batch_size=4, num_workers=2, multiprocessing_context="spawn", persistent_workers=True)
+print("total", total(loader))
+'''
+
+
+def run_script(path, timeout=150):
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.Popen(
+        [sys.executable, str(path)], cwd=str(path.parent), env=env, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"{path.name} did not finish in {timeout}s:\n{err[-2000:]}")
+    return proc.returncode, out, err
+
+
+@pytest.mark.slow
+def test_runtime_unguarded_fails_fixed_runs(tmp_path):
+    bad = tmp_path / "train_bad.py"
+    bad.write_text(SCRIPT)
+    assert findings(SCRIPT) == [(19, 0, "safe")]
+    rc, out, err = run_script(bad)
+    assert rc != 0
+    assert "total" not in out
+    assert "bootstrapping phase" in err
+    assert "exited unexpectedly" in err
+
+    good = tmp_path / "train_good.py"
+    good.write_text(fixed(SCRIPT))
+    assert findings(good.read_text()) == []
+    rc, out, err = run_script(good)
+    assert rc == 0, err[-2000:]
+    assert out == "total 2470\n"

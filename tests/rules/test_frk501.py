@@ -1,0 +1,110 @@
+"""FRK501 (off by default): spawn / forkserver workers without persistent_workers=True."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from flake8_forksafe.config import Config
+from flake8_forksafe.engine import check_source
+from flake8_forksafe.fix import fix_source
+
+CFG = Config(select=("FRK501",)).with_knowledge()
+HEAD = "import multiprocessing as mp\nfrom torch.utils.data import DataLoader\n"
+
+
+def findings(src, cfg=CFG):
+    return [(f.line, f.col, f.fix) for f in check_source(textwrap.dedent(src), "data.py", cfg)]
+
+
+def fixed(src):
+    res = fix_source(textwrap.dedent(src), "data.py", CFG)
+    assert not res.errors
+    return res.source
+
+
+def test_off_by_default():
+    src = HEAD + "dl = DataLoader(range(4), num_workers=2, multiprocessing_context='spawn')\n"
+    assert check_source(src, "data.py", Config().with_knowledge()) == []
+    assert check_source(src, "data.py", Config(select=("FRK",)).with_knowledge()) == []
+    got = check_source(src, "data.py", CFG)
+    assert [(f.line, f.col, f.message) for f in got] == [
+        (
+            3,
+            5,
+            "DataLoader with spawn workers but without persistent_workers=True: every epoch starts new "
+            "workers, each re-importing the main module and unpickling the dataset; pass persistent_workers=True",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "DataLoader(range(4), num_workers=2, multiprocessing_context='forkserver')",
+        "DataLoader(range(4), num_workers=n, multiprocessing_context=mp.get_context('spawn'))",
+        "DataLoader(range(4), 1, False, None, None, 3, multiprocessing_context=CTX)",
+        "DataLoader(range(4), num_workers=2, multiprocessing_context=mp.get_context(method='spawn'))",
+    ],
+)
+def test_flagged(call):
+    src = HEAD + "CTX = mp.get_context('spawn')\nn = 4\ndl = " + call + "\n"
+    assert findings(src) == [(5, 5, "safe")]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "DataLoader(range(4), num_workers=2, multiprocessing_context='spawn', persistent_workers=True)",
+        "DataLoader(range(4), num_workers=2, multiprocessing_context='spawn', persistent_workers=False)",
+        "DataLoader(range(4), num_workers=2, multiprocessing_context='spawn', **KW)",
+        "DataLoader(range(4), num_workers=0, multiprocessing_context='spawn')",
+        "DataLoader(range(4), multiprocessing_context='spawn')",
+        "DataLoader(range(4), num_workers=2, multiprocessing_context='fork')",
+        "DataLoader(range(4), num_workers=2, multiprocessing_context=mp.get_context())",
+        "DataLoader(range(4), num_workers=2, multiprocessing_context=ARGS.ctx)",
+        "DataLoader(range(4), num_workers=2)",
+    ],
+)
+def test_not_flagged(call):
+    src = HEAD + "KW = {}\nARGS = None\nmp.set_start_method('spawn', force=True)\ndl = " + call + "\n"
+    assert findings(src) == []
+
+
+@pytest.mark.parametrize(
+    "call,want",
+    [
+        (
+            "DataLoader(ds, num_workers=2, multiprocessing_context='spawn')",
+            "DataLoader(ds, num_workers=2, multiprocessing_context='spawn', persistent_workers=True)",
+        ),
+        (
+            "DataLoader(ds,\n           num_workers = 2, multiprocessing_context = 'spawn')",
+            "DataLoader(ds,\n           num_workers = 2, multiprocessing_context = 'spawn', persistent_workers = True)",
+        ),
+        (
+            "DataLoader(\n    ds,\n    num_workers=2,\n    multiprocessing_context='spawn',\n)",
+            "DataLoader(\n    ds,\n    num_workers=2,\n    multiprocessing_context='spawn',\n    persistent_workers=True,\n)",
+        ),
+        (
+            "DataLoader(\n    ds,\n    num_workers=2,  # two\n    multiprocessing_context='spawn'  # mac\n)",
+            "DataLoader(\n    ds,\n    num_workers=2,  # two\n    multiprocessing_context='spawn',  # mac\n"
+            "    persistent_workers=True\n)",
+        ),
+        (
+            "DataLoader(\n    ds, num_workers=2, multiprocessing_context='spawn',  # mac\n)",
+            "DataLoader(\n    ds, num_workers=2, multiprocessing_context='spawn', persistent_workers=True,  # mac\n)",
+        ),
+        (
+            "DataLoader(\n        ds, num_workers=2, multiprocessing_context='spawn'\n)",
+            "DataLoader(\n        ds, num_workers=2, multiprocessing_context='spawn', persistent_workers=True\n)",
+        ),
+    ],
+)
+def test_fix_keeps_the_call_style(call, want):
+    src = HEAD + "ds = range(8)\ndl = " + call + "\n"
+    out = fixed(src)
+    assert out == HEAD + "ds = range(8)\ndl = " + want + "\n"
+    assert findings(out) == []
+    assert fixed(out) == out

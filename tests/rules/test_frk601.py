@@ -1,0 +1,412 @@
+"""FRK601: exact findings, what is not reported, exact fixes, and the runtime proof (real workers)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from flake8_forksafe.config import Config
+from flake8_forksafe.engine import check_source
+from flake8_forksafe.fix import fix_source
+
+CFG = Config(select=("FRK601",)).with_knowledge()
+ALL = Config(select=("FRK", "FRK501")).with_knowledge()
+
+
+def findings(src, cfg=CFG):
+    return [(f.code, f.line, f.col, f.fix) for f in check_source(textwrap.dedent(src), "ds.py", cfg)]
+
+
+def fixed(src, cfg=CFG):
+    res = fix_source(textwrap.dedent(src), "ds.py", cfg, unsafe=True)
+    assert not res.errors
+    return res.source
+
+
+HEAD = """\
+import numpy as np
+import torch
+from torch.utils.data import Dataset, DataLoader, get_worker_info
+"""
+
+
+def test_message_names_constructor_class_and_attribute():
+    src = HEAD + textwrap.dedent(
+        """
+        class DS(Dataset):
+            def __init__(self, seed):
+                self.rng = np.random.default_rng(seed)
+
+            def __getitem__(self, i):
+                return self.rng.random()
+        """
+    )
+    (f,) = check_source(src, "ds.py", CFG)
+    assert (f.line, f.col, f.fix) == (7, 19, "unsafe")
+    assert f.message == (
+        "np.random.default_rng() created in DS.__init__ and kept in self.rng is copied into every DataLoader "
+        "worker (fork copies it, spawn pickles it): all workers draw the same numbers, every epoch; create it "
+        "lazily in each worker, seeded from torch.utils.data.get_worker_info().seed"
+    )
+
+
+def test_helper_method_local_and_container_are_reported_unfixable_where_needed():
+    src = HEAD + textwrap.dedent(
+        """
+        import random
+
+
+        class DS(Dataset):
+            def __init__(self, seed):
+                self._setup(seed)
+                rng = random.Random(seed)
+                self.py = rng
+                self.views = [np.random.RandomState(seed + k) for k in range(2)]
+
+            def _setup(self, seed):
+                self.gen = torch.Generator()
+
+            def __getitem__(self, i):
+                a = torch.rand(1, generator=self.gen)
+                return a, self.py.random(), [v.rand() for v in self.views]
+        """
+    )
+    got = check_source(src, "ds.py", CFG)
+    assert [(f.line, f.col, f.fix) for f in got] == [(11, 14, None), (13, 22, None), (16, 19, "unsafe")]
+    assert got[2].message.startswith("torch.Generator() created in DS._setup() on the parent side and kept in self.gen")
+    assert "kept in a container on self.views" in got[1].message
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # drawn only on the parent side
+        """
+        class DS(Dataset):
+            def __init__(self, items):
+                self.rng = np.random.default_rng(0)
+                self.items = self.rng.permutation(items)
+
+            def __getitem__(self, i):
+                return self.items[i]
+        """,
+        # re-seeded in place in the worker
+        """
+        class DS(Dataset):
+            def __init__(self):
+                self.rng = np.random.RandomState(0)
+                self.seeded = False
+
+            def __getitem__(self, i):
+                if not self.seeded:
+                    self.rng.seed(torch.initial_seed() % 2**32)
+                    self.seeded = True
+                return self.rng.rand()
+        """,
+        # a dataset method the worker_init_fn calls re-creates it
+        """
+        class DS(Dataset):
+            def __init__(self):
+                self.rng = np.random.default_rng(0)
+
+            def init_worker(self, seed):
+                self.rng = np.random.default_rng(seed)
+
+            def __getitem__(self, i):
+                return self.rng.random()
+
+            def __len__(self):
+                return 4
+
+        def wif(worker_id):
+            get_worker_info().dataset.init_worker(get_worker_info().seed)
+
+        loader = DataLoader(DS(), num_workers=2, worker_init_fn=wif)
+        """,
+        # the loader calls the dataset's own method as worker_init_fn
+        """
+        class DS(Dataset):
+            def __init__(self):
+                self.rng = np.random.default_rng(0)
+
+            def worker_init(self, worker_id):
+                self.rng = np.random.default_rng(get_worker_info().seed)
+
+            def __getitem__(self, i):
+                return self.rng.random()
+
+        ds = DS()
+        loader = DataLoader(ds, num_workers=2, worker_init_fn=ds.worker_init)
+        """,
+        # setattr on the worker's dataset
+        """
+        class DS(Dataset):
+            def __init__(self):
+                self.rng = np.random.default_rng(0)
+
+            def __getitem__(self, i):
+                return self.rng.random()
+
+        def wif(worker_id):
+            info = get_worker_info()
+            setattr(info.dataset, "rng", np.random.default_rng(info.seed))
+        """,
+        # not a dataset
+        """
+        class Sampler:
+            def __init__(self):
+                self.rng = np.random.default_rng(0)
+
+            def __call__(self):
+                return self.rng.random()
+        """,
+    ],
+)
+def test_not_reported(body):
+    assert findings(HEAD + textwrap.dedent(body)) == []
+
+
+def test_fix_keeps_other_statements_and_passes_self_name_and_local_import():
+    src = textwrap.dedent(
+        '''\
+        import os
+        from torch.utils.data import Dataset, get_worker_info
+
+
+        class DS(Dataset):
+            def __init__(this, seed=3):
+                import numpy as np
+                this.n = 4; this.rng = np.random.default_rng(seed=seed + 1)  # FRK601: 29
+
+            def __getitem__(self, i):
+                return self.rng.integers(10)
+        '''
+    )
+    assert fixed(src) == textwrap.dedent(
+        '''\
+        import os
+        from torch.utils.data import Dataset, get_worker_info
+
+
+        class DS(Dataset):
+            def __init__(this, seed=3):
+                import numpy as np
+                this.n = 4; this._rng_seed = seed + 1  # FRK601: 29
+
+            def __getitem__(self, i):
+                return self.rng.integers(10)
+
+            @property
+            def rng(self):
+                """np.random.default_rng() of this process, seeded per DataLoader worker."""
+                if getattr(self, "_rng_pid", None) != os.getpid():
+                    import numpy as np
+                    info = get_worker_info()
+                    seed = self._rng_seed if info is None else info.seed
+                    self._rng = np.random.default_rng(seed=seed)
+                    self._rng_pid = os.getpid()
+                return self._rng
+
+            @rng.setter
+            def rng(self, value):
+                self._rng = value
+                self._rng_pid = os.getpid()
+
+            def __getstate__(self):
+                """Pickle without the per-process RNGs: each worker process builds its own."""
+                state = self.__dict__.copy()
+                state.pop("_rng", None)
+                state.pop("_rng_pid", None)
+                return state
+        '''
+    )
+
+
+def test_if_else_branches_become_one_property():
+    src = HEAD + textwrap.dedent(
+        """
+        class DS(Dataset):
+            def __init__(self, seed=None):
+                if seed is None:
+                    self.rng = np.random.default_rng(0)
+                else:
+                    self.rng = np.random.default_rng(seed)
+
+            def __getitem__(self, i):
+                return self.rng.random()
+        """
+    )
+    out = fixed(src)
+    assert "        if seed is None:\n            self._rng_seed = 0\n        else:\n            self._rng_seed = seed\n" in out
+    assert out.count("def rng(self):") == 1 and out.count("def __getstate__") == 1
+    assert findings(out, ALL) == []
+
+
+def test_not_fixable_cases_say_so_through_fix_none():
+    src = HEAD + textwrap.dedent(
+        """
+        class DS(Dataset):
+            __slots__ = ("rng",)
+
+            def __init__(self, device):
+                self.rng = np.random.default_rng(0)
+
+            def __getitem__(self, i):
+                return self.rng.random()
+
+
+        class Other(Dataset):
+            def __init__(self, device):
+                self.gen = torch.Generator(device=device).manual_seed(0)
+
+            def __getitem__(self, i):
+                return torch.rand(1, generator=self.gen)
+        """
+    )
+    assert findings(src) == [("FRK601", 9, 19, None), ("FRK601", 17, 19, None)]
+
+
+def test_fix_is_idempotent_and_leaves_no_finding_of_any_rule():
+    src = HEAD + textwrap.dedent(
+        """
+        class DS(Dataset):
+            def __init__(self, seed):
+                self.rng = np.random.RandomState(seed)
+                self.noise = self.rng.rand(3)  # drawn in __init__ too: the parent's own stream
+
+            def __getitem__(self, i):
+                return self.rng.rand() + self.noise[0]
+        """
+    )
+    once = fixed(src, ALL)
+    assert "seed = self._rng_seed if info is None else info.seed % 2**32" in once
+    assert fixed(once, ALL) == once
+    assert findings(once, ALL) == []
+
+
+# --------------------------------------------------------------------------------------------------
+# runtime proof: one subprocess, real DataLoader workers
+
+DATASET = '''\
+"""Three kinds of RNG objects created in __init__ and drawn from in __getitem__."""
+import numpy as np
+import torch
+from torch.utils.data import Dataset, get_worker_info
+
+
+class Noisy(Dataset):
+    def __init__(self, n, seed=0):
+        self.n = n
+        self.rng = np.random.default_rng(seed)
+        self.legacy = np.random.RandomState(seed)
+        self.gen = torch.Generator().manual_seed(seed)
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        info = get_worker_info()
+        wid = -1 if info is None else info.id
+        draws = [
+            int(self.rng.integers(0, 2**31)),
+            int(self.legacy.randint(0, 2**31)),
+            int(torch.randint(0, 2**31, (1,), generator=self.gen)),
+        ]
+        return wid, draws
+'''
+
+RUNNER = '''\
+import json
+import pickle
+import sys
+import torch
+from torch.utils.data import DataLoader
+
+import ds_unfixed
+import ds_fixed
+
+
+def per_worker(mod, ctx, epochs=1):
+    ds = mod.Noisy(8, seed=123)
+    loader = DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context=ctx)
+    out = []
+    for _ in range(epochs):
+        seqs = {}
+        for wid, draws in loader:
+            seqs.setdefault(int(wid), []).append([int(d) for d in draws])
+        out.append(seqs)
+    return out
+
+
+def main_process(mod):
+    ds = mod.Noisy(8, seed=123)
+    return [ds[i][1] for i in range(4)]
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    result = {
+        "unfixed_fork": per_worker(ds_unfixed, "fork", epochs=2),
+        "fixed_fork": per_worker(ds_fixed, "fork", epochs=2),
+        "fixed_spawn": per_worker(ds_fixed, "spawn"),
+        "pickle_len": len(pickle.dumps(ds_fixed.Noisy(8))),
+        "unfixed_main": main_process(ds_unfixed),
+        "fixed_main": main_process(ds_fixed),
+    }
+    print(json.dumps(result))
+'''
+
+
+@pytest.mark.slow
+def test_fixed_rng_differs_per_worker_under_fork_and_spawn(tmp_path: Path):
+    res = fix_source(DATASET, "ds.py", CFG, unsafe=True)
+    assert not res.errors and res.changed
+    assert [f.code for f in check_source(DATASET, "ds.py", CFG)] == ["FRK601"] * 3
+    assert check_source(res.source, "ds.py", ALL) == []
+    (tmp_path / "ds_unfixed.py").write_text(DATASET)
+    (tmp_path / "ds_fixed.py").write_text(res.source)
+    (tmp_path / "runner.py").write_text(RUNNER)
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), OMP_NUM_THREADS="1")
+    proc = subprocess.Popen(
+        [sys.executable, str(tmp_path / "runner.py")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"DataLoader run timed out:\n{out}\n{err[-3000:]}")
+    assert proc.returncode == 0, err[-3000:]
+    r = json.loads(out.strip().splitlines()[-1])
+
+    # unfixed, fork: both workers replay the same stream, and the next epoch replays it again
+    ep1, ep2 = r["unfixed_fork"]
+    assert sorted(ep1) == ["0", "1"]
+    assert ep1["0"] == ep1["1"]
+    assert ep1 == ep2
+
+    # fixed, fork: every RNG (numpy Generator, RandomState, torch.Generator) differs per worker
+    # and per epoch
+    ep1, ep2 = r["fixed_fork"]
+    assert sorted(ep1) == ["0", "1"]
+    for k in range(3):
+        assert [d[k] for d in ep1["0"]] != [d[k] for d in ep1["1"]]
+        assert [d[k] for d in ep1["0"]] != [d[k] for d in ep2["0"]]
+
+    # fixed, spawn: the dataset pickles and the workers still differ
+    (sp,) = r["fixed_spawn"]
+    assert sorted(sp) == ["0", "1"]
+    assert sp["0"] != sp["1"]
+    assert r["pickle_len"] > 0
+
+    # in the main process (num_workers=0) the fixed dataset draws exactly the original stream
+    assert r["fixed_main"] == r["unfixed_main"]

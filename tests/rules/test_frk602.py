@@ -1,0 +1,189 @@
+"""FRK602: what counts as a constant seed, where the finding points, exact fixes."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from flake8_forksafe.config import Config
+from flake8_forksafe.engine import check_source
+from flake8_forksafe.fix import fix_source
+
+CFG = Config(select=("FRK602",)).with_knowledge()
+HEAD = "import random\nimport numpy as np\nimport torch\nfrom torch.utils.data import DataLoader, get_worker_info\n"
+
+
+def check(body, tail="", cfg=CFG):
+    return check_source(HEAD + textwrap.dedent(body) + tail, "train.py", cfg)
+
+
+def fixed(body, tail=""):
+    res = fix_source(HEAD + textwrap.dedent(body) + tail, "train.py", CFG, unsafe=True)
+    assert not res.errors
+    assert res.source.startswith(HEAD)
+    return res.source[len(HEAD):]
+
+
+def loader(init="wif", extra=""):
+    return f"\n\ndef make(ds):\n    return DataLoader(ds, num_workers=4, worker_init_fn={init}{extra})\n"
+
+
+def test_message_constant_and_worker_id():
+    body = """
+    def wif(worker_id):
+        np.random.seed(0)
+        random.seed(worker_id)
+    """
+    a, b = check(body, loader())
+    assert (a.line, a.col, a.fix, b.line, b.col) == (7, 4, "unsafe", 8, 4)
+    assert a.message == (
+        "worker_init_fn wif() seeds from constants only: every worker and every epoch replay the same random "
+        "augmentations (the DataLoader already gives each worker a fresh seed every epoch); seed from "
+        "torch.initial_seed() % 2**32 instead"
+    )
+    assert b.message.startswith(
+        "worker_init_fn wif() seeds from constants and the worker id only: every epoch replays the same"
+    )
+
+
+@pytest.mark.parametrize(
+    "seed",
+    [
+        "0",
+        "worker_id",
+        "1000 + worker_id",
+        "SEED + worker_id * 7",
+        "args.seed + worker_id",
+        "int(cfg['seed']) + worker_id",
+        "base",
+        "local_seed",
+    ],
+)
+def test_constant_seeds(seed):
+    body = f"""
+    SEED = 3
+
+    def wif(worker_id, base=0):
+        local_seed = base + worker_id
+        np.random.seed({seed})
+    """
+    assert [(f.line, f.col) for f in check(body, loader())] == [(10, 4)]
+
+
+@pytest.mark.parametrize(
+    "seed",
+    [
+        "torch.initial_seed() % 2**32",
+        "get_worker_info().seed % 2**32",
+        "info.seed",
+        "derived",
+        "np.random.get_state()[1][0] + worker_id",
+        "None",
+        "",
+    ],
+)
+def test_seeds_from_the_worker_seed_are_fine(seed):
+    body = f"""
+    def wif(worker_id):
+        info = get_worker_info()
+        derived = (torch.initial_seed() + worker_id) % 2**32
+        np.random.seed({seed})
+    """
+    assert check(body, loader()) == []
+
+
+def test_which_functions_are_worker_init_fns():
+    body = """
+    import functools
+
+    def partial_init(base, worker_id):
+        np.random.seed(base + worker_id)
+
+    def not_given(worker_id):
+        np.random.seed(worker_id)
+
+    def zero_only(worker_id):
+        np.random.seed(worker_id)
+
+    def persistent(worker_id):
+        np.random.seed(100 + worker_id)
+
+    def persistent_constant(worker_id):
+        np.random.seed(100)
+
+    class DM:
+        def _init(self, worker_id):
+            torch.manual_seed(worker_id)
+
+        def loaders(self, ds):
+            return [
+                DataLoader(ds, num_workers=2, worker_init_fn=functools.partial(partial_init, 7)),
+                DataLoader(ds, num_workers=0, worker_init_fn=zero_only),
+                DataLoader(ds, num_workers=2, worker_init_fn=persistent, persistent_workers=True),
+                DataLoader(ds, num_workers=2, worker_init_fn=persistent_constant, persistent_workers=True),
+                DataLoader(ds, num_workers=2, worker_init_fn=self._init),
+                DataLoader(ds, num_workers=2, worker_init_fn=lambda wid: random.seed(wid)),
+            ]
+    """
+    got = [(f.line, f.col) for f in check(body)]
+    assert got == [(9, 4), (21, 4), (25, 8), (34, 69)]
+
+
+def test_seeding_helper_is_followed_one_level():
+    body = """
+    def set_seed(seed):
+        random.seed(seed)
+        np.random.seed(seed)
+
+    def wif(worker_id):
+        set_seed(42 + worker_id)
+    """
+    assert [(f.line, f.col) for f in check(body, loader())] == [(11, 4)]
+
+
+def test_fix_forms():
+    body = """
+    def wif(worker_id):
+        torch.manual_seed(worker_id)
+        torch.cuda.manual_seed_all(worker_id)
+        random.seed(a=(worker_id + 1))
+        s = 10 * worker_id
+        np.random.seed(s)
+        random.seed(s)
+    """
+    assert fixed(body, loader(extra=", persistent_workers=False")) == textwrap.dedent(
+        """
+        def wif(worker_id):
+            torch.manual_seed(torch.initial_seed())
+            torch.cuda.manual_seed_all(torch.initial_seed())
+            random.seed(a=(torch.initial_seed() % 2**32))
+            s = torch.initial_seed() % 2**32
+            np.random.seed(s)
+            random.seed(s)
+        """
+    ) + loader(extra=", persistent_workers=False")
+
+
+def test_fix_adds_import_torch_and_uses_existing_spelling():
+    src = textwrap.dedent(
+        """\
+        from __future__ import annotations
+        import numpy as np
+        from torch.utils.data import DataLoader
+
+
+        def wif(worker_id):
+            np.random.seed(worker_id)
+
+
+        loader = DataLoader([1], num_workers=2, worker_init_fn=wif)
+        """
+    )
+    out = fix_source(src, "t.py", CFG, unsafe=True).source
+    assert out == src.replace("from torch.utils.data import DataLoader\n", "from torch.utils.data import DataLoader\nimport torch\n").replace(
+        "np.random.seed(worker_id)", "np.random.seed(torch.initial_seed() % 2**32)"
+    )
+    src2 = src.replace("import numpy as np\n", "import numpy as np\nfrom torch import initial_seed\n")
+    out2 = fix_source(src2, "t.py", CFG, unsafe=True).source
+    assert "np.random.seed(initial_seed() % 2**32)" in out2 and "import torch\n" not in out2
