@@ -373,16 +373,18 @@ def _tool_version(argv: list[str]) -> str:
 
 
 def _fmt_table(results: list[Result], base: Result | None) -> str:
-    head = ("tool", "files", "wall s", "files/s", "cpu s", "peak MB", "x ast.parse", "notes")
+    head = ("tool", "files", "wall s", "files/s", "cpu s", "peak MB", "x ast.parse",
+            "cpu x ast", "notes")
     rows = []
     for r in results:
         same_files = base is not None and r.files == base.files and base.wall > 0
         ratio = f"{r.wall / base.wall:.2f}" if same_files else "-"
+        cpu_ratio = f"{r.cpu / base.cpu:.2f}" if same_files and base.cpu > 0 else "-"
         notes = []
         if r.extrapolated_from:
             notes.append(
                 f"EXTRAPOLATED from {r.extrapolated_from} files "
-                f"({r.measured_wall:.1f} s measured); cpu/peak of the sample"
+                f"({r.measured_wall:.1f} s measured); cpu extrapolated too, peak of the sample"
             )
         if r.tree_peak_mb:
             notes.append(f"process tree peak {r.tree_peak_mb:.0f} MB (sampled)")
@@ -396,10 +398,10 @@ def _fmt_table(results: list[Result], base: Result | None) -> str:
             notes.append("best of " + "/".join(f"{w:.2f}" for w in r.walls))
         rows.append((
             r.tool, str(r.files), f"{r.wall:.2f}", f"{r.files_per_s:.1f}", f"{r.cpu:.2f}",
-            f"{r.peak_mb:.1f}", ratio, "; ".join(notes),
+            f"{r.peak_mb:.1f}", ratio, cpu_ratio, "; ".join(notes),
         ))
     widths = [max(len(head[i]), *(len(row[i]) for row in rows)) for i in range(len(head) - 1)]
-    right = {1, 2, 3, 4, 5, 6}
+    right = {1, 2, 3, 4, 5, 6, 7}
 
     def line(cells):
         parts = [
@@ -410,6 +412,10 @@ def _fmt_table(results: list[Result], base: Result | None) -> str:
 
     sep = "  ".join("-" * w for w in widths) + "  " + "-" * 5
     return "\n".join([line(head), sep, *(line(r) for r in rows)])
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b > 0 else "-"
 
 
 def _verdict(ok: bool | None) -> str:
@@ -543,6 +549,7 @@ def main(argv: list[str] | None = None) -> int:
             len(files), ok_rcs=(0, 1), sample_tree=True, count=_count_lines(lambda s: True)))
 
     tf = tf_sample_frk = None
+    tf_sample_cpu = 0.0
     if torchfix_env:
         sample = files if args.torchfix_limit <= 0 else _spread(files, args.torchfix_limit)
         tf = runner.measure(
@@ -554,6 +561,8 @@ def main(argv: list[str] | None = None) -> int:
             tf.extrapolated_from = len(sample)
             tf.measured_wall = tf.wall
             tf.wall = tf.wall / len(sample) * len(files)
+            tf_sample_cpu = tf.cpu
+            tf.cpu = tf.cpu / len(sample) * len(files)
             tf.files = len(files)
             tf.findings = None
             tf_sample_frk = runner.measure(
@@ -568,7 +577,8 @@ def main(argv: list[str] | None = None) -> int:
     print(_fmt_table(results, base))
     print()
     print("  files/s = files / wall; cpu s = user+sys of the tool's processes; peak MB = max RSS")
-    print("  of the largest single process (ru_maxrss); x ast.parse = wall / ast.parse loop wall.")
+    print("  of the largest single process (ru_maxrss); x ast.parse = wall / ast.parse loop wall;")
+    print("  cpu x ast = the same with cpu s (less sensitive to other load on the machine).")
 
     # Targets
     targets = []
@@ -579,25 +589,28 @@ def main(argv: list[str] | None = None) -> int:
     r = frk1.wall / base.wall if frk1.ok else None
     target("forksafe check (1 process) <= 1.5x ast.parse loop",
            r, None if r is None else r <= TARGET_AST_RATIO,
-           f"{frk1.wall:.2f} s vs {base.wall:.2f} s")
+           f"{frk1.wall:.2f} s vs {base.wall:.2f} s; cpu {_ratio(frk1.cpu, base.cpu)}")
     if tf:
         sp = tf.wall / frk1.wall if frk1.ok and tf.ok else None
         label = "extrapolated" if tf.extrapolated_from else "measured"
         target(f"TorchFix / forksafe check (1 process) >= 50x [{label}]",
                sp, None if sp is None else sp >= TARGET_TORCHFIX_SPEEDUP,
-               f"{tf.wall:.1f} s vs {frk1.wall:.2f} s over {len(files)} files")
+               f"{tf.wall:.1f} s vs {frk1.wall:.2f} s over {len(files)} files; "
+               f"cpu {_ratio(tf.cpu, frk1.cpu)}")
         if tf_sample_frk:
             sp2 = (tf.measured_wall / tf_sample_frk.wall) if tf_sample_frk.ok and tf.ok else None
             target(f"TorchFix / forksafe check (1 process) >= 50x [same {tf.extrapolated_from} "
                    f"files, measured]", sp2,
                    None if sp2 is None else sp2 >= TARGET_TORCHFIX_SPEEDUP,
                    f"{tf.measured_wall:.1f} s vs {tf_sample_frk.wall:.2f} s "
-                   "(includes each tool's start-up)")
+                   "(includes each tool's start-up); "
+                   f"cpu {_ratio(tf_sample_cpu, tf_sample_frk.cpu)}")
     if f8_plain and f8_plugin:
         o = f8_plugin.wall / f8_plain.wall if f8_plain.ok and f8_plugin.ok else None
         target("flake8 + FRK <= 1.15x flake8 defaults (-j 1)",
                o, None if o is None else o <= TARGET_FLAKE8_OVERHEAD,
-               f"{f8_plugin.wall:.2f} s vs {f8_plain.wall:.2f} s")
+               f"{f8_plugin.wall:.2f} s vs {f8_plain.wall:.2f} s; "
+               f"cpu {_ratio(f8_plugin.cpu, f8_plain.cpu)}")
     target("forksafe check (1 process) peak memory < 150 MB",
            frk1.peak_mb, frk1.peak_mb < TARGET_PEAK_MB if frk1.ok else None,
            f"{frk1.peak_mb:.1f} MB")

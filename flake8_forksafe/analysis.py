@@ -291,7 +291,12 @@ class _Indexer(cst.CSTVisitor):
 
     # -- definitions
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        bases = [arg.value for arg in node.bases if arg.keyword is None and not arg.star]
+        # a generic base (`Dataset[T_co]`, `Base[int]`) is its unsubscripted class
+        bases = [
+            arg.value.value if isinstance(arg.value, cst.Subscript) else arg.value
+            for arg in node.bases
+            if arg.keyword is None and not arg.star
+        ]
         info = ClassInfo(
             node=node,
             name=node.name.value,

@@ -39,6 +39,7 @@ def _add_selection(p: argparse.ArgumentParser) -> None:
     p.add_argument("--extend-select", action="append", metavar="CODES", help="add codes to the selection (e.g. FRK501)")
     p.add_argument("--exclude", action="append", metavar="PATTERNS", help="replace the exclude patterns")
     p.add_argument("--extend-exclude", action="append", metavar="PATTERNS", help="add exclude patterns")
+    p.add_argument("--force-exclude", action="store_true", default=None, help="apply excludes to files named on the command line too")
     p.add_argument("--config", metavar="PYPROJECT", help="read [tool.flake8-forksafe] from this file")
     p.add_argument("--stdin-filename", metavar="PATH", help="the name of the file read from stdin")
     p.add_argument("--jobs", "-j", type=int, metavar="N", help="processes to use (default: all cores)")
@@ -108,6 +109,8 @@ def _config(args) -> Config:
         extend_exclude=split_list(args.extend_exclude),
         jobs=args.jobs,
     )
+    if args.force_exclude:
+        options["force_exclude"] = True
     if getattr(args, "unsafe_fixes", None):
         options["unsafe_fixes"] = True
     if getattr(args, "format", None):

@@ -28,7 +28,7 @@ DEFAULT_EXCLUDES = (
 KNOWN_KEYS = {
     "select", "ignore", "extend-select", "extend-ignore", "exclude", "extend-exclude",
     "extra-handle-factories", "extra-dataset-bases", "extra-loaders", "unsafe-fixes", "jobs", "cache",
-    "format",
+    "format", "force-exclude",
 }
 
 
@@ -46,6 +46,7 @@ class Config:
     jobs: Optional[int] = None
     cache: bool = True
     format: str = "text"
+    force_exclude: bool = False  # apply excludes to files named on the command line too
     root: Optional[Path] = None
     knowledge: Knowledge = field(default_factory=default_knowledge, compare=False, repr=False)
 
@@ -125,6 +126,10 @@ def from_mapping(data: dict, base: Optional[Config] = None, source: str = "confi
         if not isinstance(data["unsafe-fixes"], bool):
             raise ConfigError(f"{source}: unsafe-fixes must be true or false")
         kw["unsafe_fixes"] = data["unsafe-fixes"]
+    if "force-exclude" in data:
+        if not isinstance(data["force-exclude"], bool):
+            raise ConfigError(f"{source}: force-exclude must be true or false")
+        kw["force_exclude"] = data["force-exclude"]
     if "cache" in data:
         if not isinstance(data["cache"], bool):
             raise ConfigError(f"{source}: cache must be true or false")

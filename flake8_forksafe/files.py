@@ -28,7 +28,8 @@ def _excluded(path: Path, patterns: Sequence[str], root: Path) -> bool:
 
 
 def discover(paths: Sequence[str], config: Config) -> Tuple[List[str], List[str]]:
-    """Return (files, errors). Files named explicitly are always checked (like ruff); directories
+    """Return (files, errors). Files named explicitly are checked even when excluded, unless
+    ``force-exclude`` is set (as in ruff: pre-commit names every file); directories
     are walked, skipping excluded names, hidden/virtualenv/build directories and symlinked dirs."""
     patterns = tuple(config.exclude) + tuple(config.extend_exclude)
     root = (config.root or Path.cwd()).resolve()
@@ -41,6 +42,8 @@ def discover(paths: Sequence[str], config: Config) -> Tuple[List[str], List[str]
             errors.append(f"{p}: no such file or directory")
             continue
         if path.is_file():
+            if config.force_exclude and _excluded(path, patterns, root):
+                continue
             key = os.path.abspath(p)
             if key not in seen:
                 seen.add(key)

@@ -34,15 +34,21 @@ class ForkSafeChecker:
 
     @classmethod
     def parse_options(cls, options) -> None:
+        from flake8_forksafe.checks import ALL_CODES
+
         cls._config = Config(
-            select=("FRK",),
+            select=ALL_CODES,  # every rule runs; flake8 applies select/ignore (FRK501 included)
             extra_handle_factories=tuple(getattr(options, "forksafe_extra_handle_factories", None) or ()),
             extra_dataset_bases=tuple(getattr(options, "forksafe_extra_dataset_bases", None) or ()),
             extra_loaders=tuple(getattr(options, "forksafe_extra_loaders", None) or ()),
         ).with_knowledge()
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
-        config = self._config or Config(select=("FRK",)).with_knowledge()
+        if self._config is None:
+            from flake8_forksafe.checks import ALL_CODES
+
+            ForkSafeChecker._config = Config(select=ALL_CODES).with_knowledge()
+        config = self._config
         try:
             findings = check_source("".join(self.lines), self.filename, config, noqa=False)
         except SourceError:

@@ -284,3 +284,13 @@ def test_fix_exits_1_when_findings_remain(tmp_path):
     r = forksafe("fix", "d.py", cwd=tmp_path)
     assert r.returncode == 1
     assert "1 finding remains:" in r.stdout and "d.py:5:20: FRK101" in r.stdout
+
+
+def test_force_exclude_applies_to_named_files(tmp_path):
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "d.py").write_text(HAZARD)
+    r = forksafe("check", "--force-exclude", "build/d.py", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout == ""
+    (tmp_path / "pyproject.toml").write_text('[tool.flake8-forksafe]\nforce-exclude = true\nextend-exclude = ["gen_*.py"]\n')
+    (tmp_path / "gen_a.py").write_text(HAZARD)
+    assert forksafe("check", "--no-cache", "gen_a.py", cwd=tmp_path).returncode == 0

@@ -48,12 +48,8 @@ def parent_kept_handles(a: Analysis, cls: ClassInfo) -> List[Kept]:
         for sa in fn.self_assigns:
             if sa.kind == "del" or sa.value is None:
                 continue
-            kept = kept_handles(a, sa, fn)
-            if not kept and isinstance(sa.value, cst.Call):
-                ret = returned_handle(a, sa.value, fn)  # self.env = open_env(path)
-                if ret is not None:
-                    kept = [KeptHandle(sa.value, ret[1], direct=sa.kind == "assign", container=sa.kind == "container")]
-            if not kept or is_lazy(a, cls, fn, sa.attr):
+            kept = kept_handles(a, sa, fn) or _helper_handles(a, sa, fn)
+            if not kept or is_lazy(a, cls, fn, sa):
                 continue
             if _closed_local(fn, sa.value):
                 continue  # f = h5py.File(p); self.x = f["x"]; f.close(): nothing open is kept
@@ -65,6 +61,37 @@ def parent_kept_handles(a: Analysis, cls: ClassInfo) -> List[Kept]:
                 if getstate_leaves_out(a, cls, sa.attr) and reopens_per_process(a, cls, sa.attr):
                     continue
                 out.append(Kept(cls, fn, sa, k))
+    return out
+
+
+def _helper_handles(a: Analysis, sa: SelfAssign, fn: FuncInfo) -> List[KeptHandle]:
+    """Handles returned by a same-module helper and kept: ``self.env = open_env(p)``,
+    ``env = self.connect_db(p); self.envs.append(env)``, ``self.envs = [open_env(p) for p in ps]``."""
+    value = sa.value
+    container = sa.kind == "container"
+    elements: List[cst.BaseExpression] = []
+    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+        elements, container = [e.value for e in value.elements], True
+    elif isinstance(value, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        elements, container = [value.elt], True
+    elif isinstance(value, cst.DictComp):
+        elements, container = [value.value], True
+    elif isinstance(value, cst.Dict):
+        elements = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+        container = True
+    elif value is not None:
+        elements = [value]
+    out: List[KeptHandle] = []
+    for el in elements:
+        direct = not container and el is value
+        cands: List[cst.BaseExpression] = [el]
+        if isinstance(el, cst.Name) and el.value not in fn.with_names:
+            cands, direct = list(fn.local_assigns.get(el.value, [])), False
+        for c in cands:
+            if isinstance(c, cst.Call):
+                ret = returned_handle(a, c, fn)
+                if ret is not None:
+                    out.append(KeptHandle(c, ret[1], direct=direct and sa.kind == "assign", container=container))
     return out
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Iterator, List
+from typing import Dict, Iterator, List, Tuple
 
 import libcst as cst
 
-from flake8_forksafe.analysis import Analysis, kept_handles
+from flake8_forksafe.analysis import Analysis, ClassInfo, FuncInfo, KeptHandle, SelfAssign, kept_handles
 from flake8_forksafe.engine import SAFE, Example, Report, Rule
 from flake8_forksafe.fixes.lazy_handle import (
     PidPlan,
@@ -133,32 +133,39 @@ class DS(Dataset):
     ]
 
     def check(self, a: Analysis) -> Iterator[Report]:
-        seen = set()
+        groups: Dict[int, List[Tuple[ClassInfo, FuncInfo, SelfAssign, KeptHandle]]] = {}
         for cls in a.dataset_classes:
             for fn in a.parent_side(cls):
                 for sa in fn.self_assigns:
-                    if sa.kind != "assign" or sa.value is None or id(sa) in seen:
+                    if sa.kind != "assign" or sa.value is None:
                         continue
                     kept = [k for k in kept_handles(a, sa, fn) if not k.container]
-                    if not kept or not is_lazy(a, cls, fn, sa.attr):
+                    if not kept or not is_lazy(a, cls, fn, sa):
                         continue
-                    pid_ok = reopens_per_process(a, cls, sa.attr)
-                    drop_ok = getstate_leaves_out(a, cls, sa.attr)
-                    if pid_ok and drop_ok:
-                        continue
-                    seen.add(id(sa))
-                    k = kept[0]
-                    plan = (
-                        plan_pid(a, cls, fn, sa, k.factory.close, not pid_ok, not drop_ok)
-                        if k.direct
-                        else "an object derived from the handle is kept"
-                    )
-                    yield self.report(
-                        k.call,
-                        self.message(cls.name, sa.attr, k.factory.name, pid_ok, drop_ok, plan),
-                        fixable=isinstance(plan, PidPlan),
-                        data=plan,
-                    )
+                    group = groups.setdefault(id(kept[0].call), [])
+                    if not any(g[2] is sa for g in group):
+                        group.append((cls, fn, sa, kept[0]))
+        for group in groups.values():
+            cls = group[0][0]
+            attrs = [g[2].attr for g in group]
+            pid_ok = any(reopens_per_process(a, cls, attr) for attr in attrs)
+            drop_ok = all(getstate_leaves_out(a, cls, attr) for attr in attrs)
+            if pid_ok and drop_ok:
+                continue
+            direct = [g for g in group if g[3].direct]
+            main = direct[0] if direct else group[0]
+            _, fn, sa, k = main
+            if direct:
+                derived = [g[2] for g in group if g is not main]
+                plan = plan_pid(a, cls, fn, sa, k.factory.close, not pid_ok, not drop_ok, derived)
+            else:
+                plan = "only an object derived from the handle is kept"
+            yield self.report(
+                k.call,
+                self.message(cls.name, sa.attr, k.factory.name, pid_ok, drop_ok, plan),
+                fixable=isinstance(plan, PidPlan),
+                data=plan,
+            )
 
     @staticmethod
     def message(cls_name: str, attr: str, what: str, pid_ok: bool, drop_ok: bool, plan) -> str:

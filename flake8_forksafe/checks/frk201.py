@@ -218,6 +218,28 @@ def qualname(fn: Optional[FuncInfo]) -> str:
     return ".<locals>.".join(reversed(parts))
 
 
+def top_of(a: Analysis, fn: Optional[FuncInfo], stmt: Optional[cst.CSTNode] = None) -> Optional[cst.CSTNode]:
+    """The module-level statement that probably holds code of ``fn`` (or, at module level, ``stmt``):
+    a hint that spares walking the whole module."""
+    if fn is not None:
+        while fn.parent is not None:
+            fn = fn.parent
+        return fn.node if fn.cls is None else fn.cls.node
+    for top in a.module.body:
+        if top is stmt or (isinstance(top, cst.SimpleStatementLine) and any(x is stmt for x in top.body)):
+            return top
+    return None
+
+
+def lambda_tops(a: Analysis) -> Dict[int, cst.CSTNode]:
+    out = {}
+    for lam, fn, stmt in a.lambdas:
+        top = top_of(a, fn, stmt) if fn is not None else None
+        if top is not None:
+            out[id(lam)] = top
+    return out
+
+
 def loader_sites(a: Analysis) -> List[LoaderCall]:
     """Every DataLoader call, and the ``super().__init__(...)`` of DataLoader subclasses."""
     out = list(a.loader_calls)
@@ -545,7 +567,7 @@ class DS(Dataset):
         found.sort(key=lambda lw: order.get(id(lw[0].node), 0))
         from flake8_forksafe.fixes.hoist import locate
 
-        locs = locate(a.module, [leaf.node for leaf, _ in found])
+        locs = locate(a.module, [leaf.node for leaf, _ in found], lambda_tops(a))
         for leaf, what in found:
             plan = lambda_plan(a, leaf.node, locs.get(id(leaf.node)))
             yield self.report(
@@ -559,7 +581,7 @@ class DS(Dataset):
         from flake8_forksafe.fixes import hoist
 
         module = a.module
-        locs = hoist.locate(module, [r.node for r in reports])
+        locs = hoist.locate(module, [r.node for r in reports], lambda_tops(a))
         hoisted = {id(r.node) for r in reports}
         names = hoist.NameAllocator(module)
         partial_ref, need_import = hoist.partial_reference(module)
@@ -604,13 +626,12 @@ def lambda_plan(a: Analysis, lam: cst.Lambda, loc):
 
 
 def _contains_yield(node: cst.CSTNode) -> bool:
-    class V(cst.CSTVisitor):
-        def __init__(self) -> None:
-            self.found = False
+    from flake8_forksafe.fixes.hoist import iter_children
 
-        def visit_Yield(self, n: cst.Yield) -> None:
-            self.found = True
-
-    v = V()
-    node.visit(v)
-    return v.found
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if type(n) is cst.Yield:
+            return True
+        stack.extend(iter_children(n))
+    return False

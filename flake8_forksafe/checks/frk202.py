@@ -8,7 +8,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import libcst as cst
 
 from flake8_forksafe.analysis import Analysis, ClassInfo, FuncInfo, no_worker_processes, positional, string_value
-from flake8_forksafe.checks.frk201 import collect, dataset_constructor, local_definition, qualname
+from flake8_forksafe.checks.frk201 import collect, local_definition, qualname, top_of
 from flake8_forksafe.engine import SAFE, Example, Report, Rule
 
 WORKER_CALLABLES = ("collate_fn", "worker_init_fn")
@@ -150,7 +150,7 @@ def make(items):
             return
         from flake8_forksafe.fixes import hoist
 
-        locs = hoist.locate(a.module, [n for n, _, fixable in found.values() if fixable])
+        locs = hoist.locate(a.module, [n for n, _, fixable in found.values() if fixable], definition_tops(a))
         for node, message, fixable in found.values():
             if fixable:
                 fixable = definition_plan(a, node, locs.get(id(node))).problem is None
@@ -215,7 +215,7 @@ def make(items):
 
         module = a.module
         nodes = [r.node for r in reports if isinstance(r.node, (cst.FunctionDef, cst.ClassDef))]
-        locs = hoist.locate(module, nodes)
+        locs = hoist.locate(module, nodes, definition_tops(a))
         moving = {id(n) for n in nodes}
         names = hoist.NameAllocator(module)
         h = hoist.Hoister()
@@ -240,6 +240,21 @@ def make(items):
             h.remove.add(id(node))
             h.add(loc.index, moved)
         return module.visit(h)
+
+
+def definition_tops(a: Analysis) -> Dict[int, cst.CSTNode]:
+    """Probable top-level statement of every local def and class (a hint for ``locate``)."""
+    out: Dict[int, cst.CSTNode] = {}
+    for f in a.nested_functions:
+        top = top_of(a, f.parent)
+        if top is not None:
+            out[id(f.node)] = top
+    for c in a.classes:
+        if c.in_function is not None:
+            top = top_of(a, c.in_function)
+            if top is not None:
+                out[id(c.node)] = top
+    return out
 
 
 def _is_dataset_base(a: Analysis, expr: cst.BaseExpression, scope: Optional[FuncInfo]) -> bool:

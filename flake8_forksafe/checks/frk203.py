@@ -213,7 +213,7 @@ class DS(Dataset):
                     if sa.kind == "del" or sa.value is None:
                         continue
                     hits = _classify(a, sa.value, fn)
-                    if not hits or is_lazy(a, cls, fn, sa.attr):
+                    if not hits or is_lazy(a, cls, fn, sa):
                         continue
                     for hit in hits:
                         if id(hit.node) in done:

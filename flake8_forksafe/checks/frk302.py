@@ -8,7 +8,7 @@ import libcst as cst
 
 from flake8_forksafe.analysis import Analysis, CallSite, FuncInfo, callable_target, no_worker_processes
 from flake8_forksafe.checks.frk301 import where
-from flake8_forksafe.engine import Example, Report, Rule
+from flake8_forksafe.engine import Report, Rule
 from flake8_forksafe.fixes.cuda import CudaUse, calls_within, cuda_uses
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory,

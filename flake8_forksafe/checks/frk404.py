@@ -122,10 +122,8 @@ def _fork_literal(a: Analysis, value: cst.BaseExpression, site: CallSite):
 
 def spawn_literal(node: cst.SimpleString) -> cst.SimpleString:
     """``"fork"`` -> ``"spawn"`` keeping the prefix and quotes."""
-    text = node.value
-    quote_start = len(node.prefix)
-    quote = text[quote_start:quote_start + 3] if text[quote_start:quote_start + 3] in ('"""', "'''") else text[quote_start]
-    return node.with_changes(value=f"{node.prefix}{quote}spawn{quote}")
+    prefix = node.value[: len(node.prefix)]  # as written (libcst lower-cases .prefix)
+    return node.with_changes(value=f"{prefix}{node.quote}spawn{node.quote}")
 
 
 def _fix(a: Analysis, literals: List[cst.SimpleString]) -> cst.Module:

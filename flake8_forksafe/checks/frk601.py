@@ -20,15 +20,27 @@ from flake8_forksafe.fixes.rng import (
 )
 
 
-class _PassedOn(cst.CSTVisitor):
-    """``self.<attr>`` used other than as the receiver of a method call or attribute (``self.rng.normal``)
-    and other than as an assignment target: the RNG object itself is handed to something."""
+# Library functions that draw from a generator argument and do not keep it (torch.randperm(n, generator=g)).
+DRAWING_MODULES = ("torch.", "numpy.", "random.")
 
-    def __init__(self, self_name: str) -> None:
+
+class _PassedOn(cst.CSTVisitor):
+    """``self.<attr>`` used other than as the receiver of a method call or attribute (``self.rng.normal``),
+    as an argument of a numpy / torch / random function, or as an assignment target: the RNG object
+    itself is handed to something (``Jitter(self.rng)``) that may keep it."""
+
+    def __init__(self, a: Analysis, self_name: str) -> None:
+        self.a = a
         self.self_name = self_name
         self.receivers: Set[int] = set()
         self.targets: Set[int] = set()
         self.passed: Set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        q = self.a.qualify(node.func) or ""
+        if q.startswith(DRAWING_MODULES):
+            for arg in node.args:
+                self.receivers.add(id(arg.value))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
@@ -46,10 +58,10 @@ class _PassedOn(cst.CSTVisitor):
             self.passed.add(attr)
 
 
-def passed_on(fn: FuncInfo, node: cst.CSTNode) -> Set[str]:
+def passed_on(a: Analysis, fn: FuncInfo, node: cst.CSTNode) -> Set[str]:
     if not fn.self_name:
         return set()
-    v = _PassedOn(fn.self_name)
+    v = _PassedOn(a, fn.self_name)
     node.visit(v)
     return v.passed
 
@@ -148,10 +160,11 @@ class DS(Dataset):
 
     @property
     def rng(self):
-        """The np.random.default_rng() of this process: in a DataLoader worker, seeded from the worker's seed."""
+        """np.random.default_rng() of this process, seeded per DataLoader worker."""
         if getattr(self, "_rng_pid", None) != os.getpid():
             info = torch.utils.data.get_worker_info()
-            self._rng = np.random.default_rng(self._rng_seed if info is None else info.seed)
+            seed = self._rng_seed if info is None else info.seed
+            self._rng = np.random.default_rng(seed)
             self._rng_pid = os.getpid()
         return self._rng
 
@@ -193,9 +206,9 @@ class DS(Dataset):
             for fn in parent:
                 for sa in fn.self_assigns:
                     if sa.value is not None and sa.attr in drawn:
-                        for attr in passed_on(fn, sa.value):
+                        for attr in passed_on(a, fn, sa.value):
                             drawn.add(attr)  # self.aug = Augment(rng=self.rng): drawn through self.aug
-                for attr in passed_on(fn, fn.node.body):
+                for attr in passed_on(a, fn, fn.node.body):
                     handed[attr] = True
             for fn in parent:
                 for sa in fn.self_assigns:

@@ -14,6 +14,7 @@ Shared pieces:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
@@ -23,6 +24,55 @@ import libcst as cst
 COMPS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef) + COMPS
 Scope = Union[cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp]
+
+
+# --------------------------------------------------------------------------------------------------
+# a fast walk: libcst's own visitors rebuild every node they pass, which is far too slow for the
+# check path; this reads the dataclass fields directly and skips whitespace and punctuation.
+
+_TRIVIA = frozenset(
+    {
+        "leading_lines", "lines_after_decorators", "header", "footer", "lpar", "rpar", "comma",
+        "semicolon", "trailing_whitespace", "equal", "colon", "dot", "operator", "asynchronous",
+        "newline", "indent", "default_indent", "default_newline", "encoding", "has_trailing_newline",
+        "star", "whitespace",
+    }
+)
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+_IS_NODE: Dict[type, bool] = {}
+_SEQ = (list, tuple)
+
+
+def iter_children(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
+    """The child nodes of ``node`` that can hold names, in field order (source order for bodies,
+    targets before values)."""
+    t = type(node)
+    names = _FIELDS.get(t)
+    if names is None:
+        names = _FIELDS[t] = tuple(
+            f.name for f in dataclasses.fields(node) if f.name not in _TRIVIA and not f.name.startswith("whitespace")
+        )
+    for n in names:
+        v = getattr(node, n)
+        vt = type(v)
+        if vt in _SEQ:
+            for x in v:
+                xt = type(x)
+                ok = _IS_NODE.get(xt)
+                if ok is None:
+                    ok = _IS_NODE[xt] = isinstance(x, cst.CSTNode)
+                if ok:
+                    yield x
+        else:
+            ok = _IS_NODE.get(vt)
+            if ok is None:
+                ok = _IS_NODE[vt] = isinstance(v, cst.CSTNode)
+            if ok:
+                yield v
+
+
+COMP_TYPES = frozenset({cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp})
+SCOPE_TYPES = COMP_TYPES | {cst.FunctionDef, cst.Lambda, cst.ClassDef}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -81,18 +131,19 @@ def _add(out: Dict[str, None], names: Iterable[str]) -> None:
 
 
 def _reads(node: cst.CSTNode, out: Dict[str, None]) -> None:
-    if isinstance(node, cst.Name):
+    t = type(node)
+    if t is cst.Name:
         out.setdefault(node.value, None)
         return
-    if isinstance(node, cst.Attribute):
+    if t is cst.Attribute:
         _reads(node.value, out)
         return
-    if isinstance(node, cst.Arg):
+    if t is cst.Arg:
         _reads(node.value, out)
         return
-    if isinstance(node, (cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal)):
+    if t in _NO_READS:
         return
-    if isinstance(node, cst.Lambda):
+    if t is cst.Lambda:
         for p in _params(node.params):
             if p.default is not None:
                 _reads(p.default, out)
@@ -100,15 +151,15 @@ def _reads(node: cst.CSTNode, out: Dict[str, None]) -> None:
         own = param_names(node.params)
         _add(out, (n for n in inner if n not in own))
         return
-    if isinstance(node, cst.FunctionDef):
+    if t is cst.FunctionDef:
         def_outer_reads(node, out)
         _add(out, function_free(node))
         return
-    if isinstance(node, cst.ClassDef):
+    if t is cst.ClassDef:
         class_outer_reads(node, out)
         _add(out, class_free(node))
         return
-    if isinstance(node, COMPS):
+    if t in COMP_TYPES:
         fors = _comp_fors(node)
         _reads(fors[0].iter, out)
         inner: Dict[str, None] = {}
@@ -119,15 +170,18 @@ def _reads(node: cst.CSTNode, out: Dict[str, None]) -> None:
                 _reads(f.iter, inner)
             for cond in f.ifs:
                 _reads(cond.test, inner)
-        if isinstance(node, cst.DictComp):
+        if t is cst.DictComp:
             _reads(node.key, inner)
             _reads(node.value, inner)
         else:
             _reads(node.elt, inner)
         _add(out, (n for n in inner if n not in bound))
         return
-    for child in node.children:
+    for child in iter_children(node):
         _reads(child, out)
+
+
+_NO_READS = frozenset({cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal})
 
 
 def def_outer_reads(node: cst.FunctionDef, out: Dict[str, None]) -> None:
@@ -200,7 +254,7 @@ class ScopeBindings:
     targets: Dict[int, Tuple[int, Tuple[int, ...]]] = field(default_factory=dict)  # id -> (order, loops)
 
 
-class _Binder(cst.CSTVisitor):
+class _Binder:
     """Walks one scope; bindings are recorded for the scope itself, not for scopes nested in it
     (except the names of nested defs and classes, which the scope binds)."""
 
@@ -208,81 +262,82 @@ class _Binder(cst.CSTVisitor):
         self.scope = scope
         self.want = targets
         self.info = ScopeBindings()
-        self.depth = 0
         self.order = 0
         self.loops: List[int] = []
 
     def bind(self, name: str, kind: str, node: Optional[cst.CSTNode] = None) -> None:
-        if self.depth:
-            return
         self.info.names.setdefault(name, []).append(Binding(kind, self.order, tuple(self.loops), node))
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
+    def walk(self, node: cst.CSTNode, nested: bool = False) -> None:
         self.order += 1
-        if id(node) in self.want:
+        if self.want and id(node) in self.want:
             self.info.targets[id(node)] = (self.order, tuple(self.loops))
-        if node is not self.scope and isinstance(node, SCOPES):
-            if isinstance(node, cst.FunctionDef):
+        t = type(node)
+        if node is not self.scope and t in SCOPE_TYPES:
+            if not nested and t is cst.FunctionDef:
                 self.bind(node.name.value, "def")
-            elif isinstance(node, cst.ClassDef):
+            elif not nested and t is cst.ClassDef:
                 self.bind(node.name.value, "class")
-            self.depth += 1
-            return True
-        if self.depth == 0:
-            self._binding(node)
-        elif isinstance(node, cst.Nonlocal):
-            self.info.nonlocal_in_nested.update(n.name.value for n in node.names)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        if original_node is not self.scope and isinstance(original_node, SCOPES):
-            self.depth -= 1
+            for child in iter_children(node):
+                self.walk(child, True)
             return
-        if self.depth:
+        if nested:
+            if t is cst.Nonlocal:
+                self.info.nonlocal_in_nested.update(n.name.value for n in node.names)
+            elif t in _NEEDS_WALK or len(self.info.targets) < len(self.want):
+                for child in iter_children(node):
+                    self.walk(child, True)
             return
-        if isinstance(original_node, (cst.For, cst.While)) and self.loops and self.loops[-1] == id(original_node):
+        loop = t is cst.For or t is cst.While
+        if loop:
+            self.loops.append(id(node))
+        self._binding(node, t)
+        for child in iter_children(node):
+            self.walk(child)
+        if loop:
             self.loops.pop()
         self.order += 1
         # assignments bind after their value is evaluated
-        if isinstance(original_node, cst.Assign):
-            kind = "lambda" if isinstance(original_node.value, cst.Lambda) else "assign"
-            for t in original_node.targets:
-                for n in target_names(t.target):
+        if t is cst.Assign:
+            kind = "lambda" if type(node.value) is cst.Lambda else "assign"
+            for tg in node.targets:
+                for n in target_names(tg.target):
                     self.bind(n, kind)
-        elif isinstance(original_node, cst.AnnAssign) and original_node.value is not None:
-            kind = "lambda" if isinstance(original_node.value, cst.Lambda) else "assign"
-            for n in target_names(original_node.target):
+        elif t is cst.AnnAssign and node.value is not None:
+            kind = "lambda" if type(node.value) is cst.Lambda else "assign"
+            for n in target_names(node.target):
                 self.bind(n, kind)
-        elif isinstance(original_node, cst.AugAssign):
-            for n in target_names(original_node.target):
+        elif t is cst.AugAssign:
+            for n in target_names(node.target):
                 self.bind(n, "aug")
-        elif isinstance(original_node, cst.NamedExpr):
-            for n in target_names(original_node.target):
+        elif t is cst.NamedExpr:
+            for n in target_names(node.target):
                 self.bind(n, "walrus")
 
-    def _binding(self, node: cst.CSTNode) -> None:
-        if isinstance(node, (cst.For, cst.While)):
-            self.loops.append(id(node))
-            if isinstance(node, cst.For):
-                for n in target_names(node.target):
-                    self.bind(n, "for")
-        elif isinstance(node, cst.WithItem):
+    def _binding(self, node: cst.CSTNode, t: type) -> None:
+        if t is cst.For:
+            for n in target_names(node.target):
+                self.bind(n, "for")
+        elif t is cst.WithItem:
             if node.asname is not None:
                 for n in target_names(node.asname.name):
                     self.bind(n, "with")
-        elif isinstance(node, cst.ExceptHandler):
+        elif t is cst.ExceptHandler:
             if node.name is not None:
                 for n in target_names(node.name.name):
                     self.bind(n, "except")
-        elif isinstance(node, cst.Import):
+        elif t is cst.Import:
             for alias in node.names:
                 if alias.asname is not None:
                     for n in target_names(alias.asname.name):
                         self.bind(n, "import", (node, alias))
                 else:
-                    head = cst.Module([]).code_for_node(alias.name).split(".")[0]
-                    self.bind(head, "import", (node, alias))
-        elif isinstance(node, cst.ImportFrom):
+                    head = alias.name
+                    while isinstance(head, cst.Attribute):
+                        head = head.value
+                    if isinstance(head, cst.Name):
+                        self.bind(head.value, "import", (node, alias))
+        elif t is cst.ImportFrom:
             if not isinstance(node.names, cst.ImportStar):
                 for alias in node.names:
                     if alias.asname is not None:
@@ -290,36 +345,47 @@ class _Binder(cst.CSTVisitor):
                             self.bind(n, "import", (node, alias))
                     elif isinstance(alias.name, cst.Name):
                         self.bind(alias.name.value, "import", (node, alias))
-        elif isinstance(node, cst.Del):
+        elif t is cst.Del:
             for n in target_names(node.target):
                 self.bind(n, "del")
-        elif isinstance(node, cst.Global):
+        elif t is cst.Global:
             self.info.globals.update(n.name.value for n in node.names)
-        elif isinstance(node, cst.Nonlocal):
+        elif t is cst.Nonlocal:
             self.info.nonlocals.update(n.name.value for n in node.names)
-        elif isinstance(node, cst.MatchAs) and node.name is not None:
+        elif (t is cst.MatchAs or t is cst.MatchStar) and node.name is not None:
             self.bind(node.name.value, "match")
-        elif isinstance(node, cst.MatchStar) and node.name is not None:
-            self.bind(node.name.value, "match")
+
+
+# inside nested scopes only `nonlocal` statements matter: walk statements, not expressions
+_NEEDS_WALK = frozenset(
+    {
+        cst.FunctionDef, cst.ClassDef, cst.IndentedBlock, cst.SimpleStatementSuite, cst.SimpleStatementLine,
+        cst.If, cst.Else, cst.For, cst.While, cst.With, cst.Try, cst.TryStar, cst.ExceptHandler,
+        cst.ExceptStarHandler, cst.Finally, cst.Match, cst.MatchCase,
+    }
+)
 
 
 def bindings(scope: Scope, targets: Iterable[cst.CSTNode] = ()) -> ScopeBindings:
     """The names ``scope`` binds (params first), minus its ``global``/``nonlocal`` declarations, and the
     textual position of ``targets`` inside it."""
     binder = _Binder(scope, {id(t) for t in targets})
-    if isinstance(scope, (cst.FunctionDef, cst.Lambda)):
+    t = type(scope)
+    if t is cst.FunctionDef or t is cst.Lambda:
         for p in _params(scope.params):
             binder.info.names.setdefault(p.name.value, []).append(Binding("param", 0, ()))
-        scope.body.visit(binder)
-    elif isinstance(scope, cst.ClassDef):
-        scope.body.visit(binder)
-    elif isinstance(scope, COMPS):
+        binder.walk(scope.body)
+    elif t is cst.ClassDef:
+        binder.walk(scope.body)
+    elif t in COMP_TYPES:
         for f in _comp_fors(scope):
             for n in target_names(f.target):
                 binder.info.names.setdefault(n, []).append(Binding("for", 0, (id(scope),)))
-        scope.visit(binder)
+        for child in iter_children(scope):
+            binder.walk(child, True)
     else:  # the module
-        scope.visit(binder)
+        for stmt in scope.body:
+            binder.walk(stmt)
     info = binder.info
     for n in info.globals | info.nonlocals:
         info.names.pop(n, None)
@@ -338,14 +404,25 @@ class Location:
     parent_block: Optional[cst.CSTNode] = None  # the IndentedBlock holding it, for a statement
 
 
-def locate(module: cst.Module, targets: Iterable[cst.CSTNode]) -> Dict[int, Location]:
+def locate(
+    module: cst.Module, targets: Iterable[cst.CSTNode], hints: Optional[Dict[int, cst.CSTNode]] = None
+) -> Dict[int, Location]:
     """Top-level statement and enclosing scopes of each target (by id). Decorators, defaults and
-    annotations of a def are in the enclosing scope, as Python evaluates them."""
+    annotations of a def are in the enclosing scope, as Python evaluates them. ``hints`` maps a
+    target to the top-level statement that probably holds it (searched first)."""
     want = {id(t) for t in targets}
     out: Dict[int, Location] = {}
     if not want:
         return out
-    for i, top in enumerate(module.body):
+    index = {id(s): i for i, s in enumerate(module.body)}
+    first: List[int] = []
+    for tid in want:
+        top = (hints or {}).get(tid)
+        if top is not None and id(top) in index and index[id(top)] not in first:
+            first.append(index[id(top)])
+    order = first + [i for i in range(len(module.body)) if i not in first]
+    for i in order:
+        top = module.body[i]
         _locate(top, top, i, (), None, want, out)
         if len(out) == len(want):
             break
@@ -355,61 +432,51 @@ def locate(module: cst.Module, targets: Iterable[cst.CSTNode]) -> Dict[int, Loca
 def _locate(node, top, index, chain, block, want, out) -> None:
     if id(node) in want:
         out[id(node)] = Location(top, index, chain, block)
-
-    def go(child, ch=chain, blk=None):
-        _locate(child, top, index, ch, blk, want, out)
-
-    if isinstance(node, cst.FunctionDef):
+    t = type(node)
+    if t is cst.FunctionDef:
         for d in node.decorators:
-            go(d)
+            _locate(d, top, index, chain, None, want, out)
         for p in _params(node.params):
             if p.default is not None:
-                go(p.default)
+                _locate(p.default, top, index, chain, None, want, out)
             if p.annotation is not None:
-                go(p.annotation)
+                _locate(p.annotation, top, index, chain, None, want, out)
         if node.returns is not None:
-            go(node.returns)
-        _locate_body(node.body, top, index, chain + (node,), want, out)
+            _locate(node.returns, top, index, chain, None, want, out)
+        _locate(node.body, top, index, chain + (node,), None, want, out)
         return
-    if isinstance(node, cst.ClassDef):
+    if t is cst.ClassDef:
         for d in node.decorators:
-            go(d)
+            _locate(d, top, index, chain, None, want, out)
         for arg in (*node.bases, *node.keywords):
-            go(arg)
-        _locate_body(node.body, top, index, chain + (node,), want, out)
+            _locate(arg, top, index, chain, None, want, out)
+        _locate(node.body, top, index, chain + (node,), None, want, out)
         return
-    if isinstance(node, cst.Lambda):
+    if t is cst.Lambda:
         for p in _params(node.params):
             if p.default is not None:
-                go(p.default)
-        go(node.body, chain + (node,))
+                _locate(p.default, top, index, chain, None, want, out)
+        _locate(node.body, top, index, chain + (node,), None, want, out)
         return
-    if isinstance(node, COMPS):
+    if t in COMP_TYPES:
         fors = _comp_fors(node)
-        go(fors[0].iter)
+        _locate(fors[0].iter, top, index, chain, None, want, out)
         inner = chain + (node,)
         for i, f in enumerate(fors):
-            go(f.target, inner)
+            _locate(f.target, top, index, inner, None, want, out)
             if i:
-                go(f.iter, inner)
+                _locate(f.iter, top, index, inner, None, want, out)
             for cond in f.ifs:
-                go(cond, inner)
-        if isinstance(node, cst.DictComp):
-            go(node.key, inner)
-            go(node.value, inner)
+                _locate(cond, top, index, inner, None, want, out)
+        if t is cst.DictComp:
+            _locate(node.key, top, index, inner, None, want, out)
+            _locate(node.value, top, index, inner, None, want, out)
         else:
-            go(node.elt, inner)
+            _locate(node.elt, top, index, inner, None, want, out)
         return
-    if isinstance(node, cst.IndentedBlock):
-        for child in node.children:
-            _locate(child, top, index, chain, node, want, out)
-        return
-    for child in node.children:
-        go(child)
-
-
-def _locate_body(body, top, index, chain, want, out) -> None:
-    _locate(body, top, index, chain, None, want, out)
+    blk = node if t is cst.IndentedBlock else None
+    for child in iter_children(node):
+        _locate(child, top, index, chain, blk, want, out)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -755,26 +822,24 @@ def reference_nodes(node: cst.CSTNode, name: str) -> List[cst.Name]:
 
 
 def _refs(node: cst.CSTNode, name: str, out: List[cst.Name]) -> None:
-    if isinstance(node, cst.Name):
+    t = type(node)
+    if t is cst.Name:
         if node.value == name:
             out.append(node)
         return
-    if isinstance(node, cst.Attribute):
+    if t is cst.Attribute or t is cst.Arg:
         _refs(node.value, name, out)
         return
-    if isinstance(node, cst.Arg):
-        _refs(node.value, name, out)
+    if t in _NO_READS:
         return
-    if isinstance(node, (cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal)):
-        return
-    if isinstance(node, cst.Lambda):
+    if t is cst.Lambda:
         for p in _params(node.params):
             if p.default is not None:
                 _refs(p.default, name, out)
         if name not in param_names(node.params):
             _refs(node.body, name, out)
         return
-    if isinstance(node, cst.FunctionDef):
+    if t is cst.FunctionDef:
         for d in node.decorators:
             _refs(d.decorator, name, out)
         for p in _params(node.params):
@@ -788,7 +853,7 @@ def _refs(node: cst.CSTNode, name: str, out: List[cst.Name]) -> None:
         if name not in info.names or name in info.nonlocals:
             _refs(node.body, name, out)
         return
-    if isinstance(node, cst.ClassDef):
+    if t is cst.ClassDef:
         for d in node.decorators:
             _refs(d.decorator, name, out)
         for arg in (*node.bases, *node.keywords):
@@ -796,7 +861,7 @@ def _refs(node: cst.CSTNode, name: str, out: List[cst.Name]) -> None:
         if name not in bindings(node).names:
             _refs(node.body, name, out)
         return
-    if isinstance(node, COMPS):
+    if t in COMP_TYPES:
         fors = _comp_fors(node)
         _refs(fors[0].iter, name, out)
         if any(name in target_names(f.target) for f in fors):
@@ -806,13 +871,13 @@ def _refs(node: cst.CSTNode, name: str, out: List[cst.Name]) -> None:
                 _refs(f.iter, name, out)
             for cond in f.ifs:
                 _refs(cond.test, name, out)
-        if isinstance(node, cst.DictComp):
+        if t is cst.DictComp:
             _refs(node.key, name, out)
             _refs(node.value, name, out)
         else:
             _refs(node.elt, name, out)
         return
-    for child in node.children:
+    for child in iter_children(node):
         _refs(child, name, out)
 
 

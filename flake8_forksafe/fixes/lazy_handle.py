@@ -195,30 +195,145 @@ def reopens_per_process(a: Analysis, cls: ClassInfo, attr: str) -> bool:
     return False
 
 
-def is_lazy(a: Analysis, cls: ClassInfo, fn: FuncInfo, attr: str, depth: int = 0) -> bool:
-    """``self.attr`` is assigned under a test of itself (``if self.env is None:``,
-    ``if not hasattr(self, "env")``, an early return), or of an attribute the same function sets
-    (``if self.txn is None: self.env = ...; self.txn = ...``), in ``fn`` or in every method that
-    calls ``fn``. ``__init__`` is never lazy about anything but the attribute itself."""
-    if attr in fn.lazy_attrs:
+class _Contains(cst.CSTVisitor):
+    def __init__(self, target: cst.CSTNode) -> None:
+        self.target = target
+        self.found = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if node is self.target:
+            self.found = True
+        return not self.found
+
+
+def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
+    if node is target:
         return True
-    guards = {s.attr for s in fn.self_assigns if s.kind == "assign"}
-    if fn.name != "__init__" and fn.lazy_attrs & guards:
+    v = _Contains(target)
+    node.visit(v)
+    return v.found
+
+
+def _exits(block: cst.BaseSuite) -> bool:
+    """The block ends with ``return`` / ``raise`` / ``continue`` / ``break``."""
+    body = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    last = body[-1] if body else None
+    smalls = last.body if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else []
+    return bool(smalls) and isinstance(smalls[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break))
+
+
+def _suites(st: cst.CSTNode) -> List[cst.BaseSuite]:
+    out = []
+    for name in ("body", "orelse", "finalbody"):
+        sub = getattr(st, name, None)
+        if isinstance(sub, cst.BaseSuite):
+            out.append(sub)
+        elif isinstance(sub, (cst.Else, cst.Finally)):
+            out.append(sub.body)
+        elif isinstance(sub, cst.If):  # elif
+            out.append(cst.IndentedBlock(body=[sub]))
+    for h in getattr(st, "handlers", ()) or ():
+        out.append(h.body)
+    return out
+
+
+def guard_attrs(fn: FuncInfo, target: cst.CSTNode) -> Optional[Set[str]]:
+    """Attributes tested before ``target`` runs in ``fn``: by an enclosing ``if``/``while``, or by
+    an earlier ``if`` of an enclosing block that returns (``if self.f is not None: return self.f``).
+    None when ``target`` is not in ``fn``'s own body."""
+    me = fn.self_name or "self"
+
+    def walk(stmts: Sequence[cst.CSTNode], inherited: Set[str]) -> Optional[Set[str]]:
+        acc = set(inherited)
+        for st in stmts:
+            if isinstance(st, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+                if _contains(st, target):
+                    return acc
+                continue
+            if isinstance(st, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            test = getattr(st, "test", None)
+            tested = attrs_tested(test, me) if isinstance(test, cst.BaseExpression) else set()
+            if test is not None and _contains(test, target):
+                return acc
+            for suite in _suites(st):
+                inner = suite.body if isinstance(suite, cst.IndentedBlock) else [suite]
+                got = walk(inner, acc | tested)
+                if got is not None:
+                    return got
+            if isinstance(st, cst.If) and _exits(st.body):
+                acc |= tested
+        return None
+
+    body = fn.node.body
+    return walk(body.body if isinstance(body, cst.IndentedBlock) else [body], set())
+
+
+def _value_tests(value: Optional[cst.BaseExpression], me: str) -> Set[str]:
+    """``self.x = self.x or open(p)`` / ``... if self.x is None else self.x``: the value tests itself."""
+    if isinstance(value, cst.BooleanOperation):
+        return attrs_tested(value, me)
+    if isinstance(value, cst.IfExp):
+        return attrs_tested(value.test, me)
+    return set()
+
+
+def is_lazy(a: Analysis, cls: ClassInfo, fn: FuncInfo, sa: SelfAssign, depth: int = 0) -> bool:
+    """``self.attr = ...`` runs only once a test of the attribute found it unset: inside an
+    ``if self.env is None:`` / ``if not hasattr(self, "env"):`` block or after an early return in
+    ``fn``, or wherever ``fn`` is called (every call of it, or every use of the property, is so
+    guarded). Outside ``__init__``, a test of another attribute the same function sets counts too
+    (``if self.txn is None: self.env = ...; self.txn = self.env.begin()``)."""
+    me = fn.self_name or "self"
+    allowed = {sa.attr}
+    if fn.name != "__init__":
+        allowed |= {s.attr for s in fn.self_assigns if s.kind == "assign"}
+    found = guard_attrs(fn, sa.stmt)
+    if (found and found & allowed) or _value_tests(sa.value, me) & {sa.attr}:
         return True
+    return _called_lazily(a, cls, fn, allowed, depth)
+
+
+def _called_lazily(a: Analysis, cls: ClassInfo, fn: FuncInfo, allowed: Set[str], depth: int) -> bool:
     if depth > 2 or not fn.is_method or fn.name.startswith("__"):
         return False
     props = set()
     for c in a.mro(cls):
         props |= c.properties
-    callers = [
-        g
-        for g in a.class_functions(cls)
-        if g is not fn and (fn.name in g.self_calls or (fn.name in props and fn.name in g.self_reads))
-    ]
-    return bool(callers) and all(
-        g.name != "__init__" and (attr in g.lazy_attrs or g.lazy_attrs & guards or is_lazy(a, cls, g, attr, depth + 1))
-        for g in callers
-    )
+    uses: List[Tuple[FuncInfo, cst.CSTNode]] = []
+    for g in a.class_functions(cls):
+        if g is fn or not g.self_name:
+            continue
+        if fn.name in props:
+            v = _SelfAttrNodes(g.self_name, fn.name)
+            g.node.body.visit(v)
+            uses += [(g, n) for n in v.nodes]
+        else:
+            for site in g.calls:
+                f = site.node.func
+                if isinstance(f, cst.Attribute) and self_attr(f, g.self_name) == fn.name:
+                    uses.append((g, site.node))
+    if not uses:
+        return False
+    for g, node in uses:
+        if g.name == "__init__":
+            return False
+        found = guard_attrs(g, node)
+        if found and found & allowed:
+            continue
+        if not _called_lazily(a, cls, g, allowed, depth + 1):
+            return False
+    return True
+
+
+class _SelfAttrNodes(cst.CSTVisitor):
+    def __init__(self, me: str, name: str) -> None:
+        self.me, self.name = me, name
+        self.nodes: List[cst.CSTNode] = []
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self_attr(node, self.me) == self.name:
+            self.nodes.append(node)
 
 
 class _Returns(cst.CSTVisitor):
@@ -952,7 +1067,7 @@ class PidPlan:
     line: Optional[cst.SimpleStatementLine]
     close: str
     add_pid: bool
-    reset: str  # "none": state[attr] = None; "pop": state.pop(attr, None); "": __getstate__ is fine
+    resets: List[Tuple[str, str]]  # ("none", attr): state[attr] = None; ("pop", attr): state.pop(attr)
     extend: List[Tuple[FuncInfo, cst.SimpleStatementLine, str]] = field(default_factory=list)
     add_getstate: bool = False
 
@@ -961,15 +1076,15 @@ class PidPlan:
         return Names(self.attr)
 
 
-def _lazy_if(fn: FuncInfo, line: cst.SimpleStatementLine, attr: str) -> Optional[cst.If]:
-    """The ``if`` whose test tests ``self.attr`` and whose block holds ``line`` directly."""
+def _lazy_if(fn: FuncInfo, line: cst.SimpleStatementLine, attrs: Set[str]) -> Optional[cst.If]:
+    """The ``if`` whose test tests one of ``attrs`` and whose block holds ``line`` directly."""
     found: List[cst.If] = []
     me = fn.self_name or "self"
 
     class V(cst.CSTVisitor):
         def visit_If(self, node: cst.If) -> None:
             if isinstance(node.body, cst.IndentedBlock) and any(s is line for s in node.body.body):
-                if attr in attrs_tested(node.test, me):
+                if attrs & attrs_tested(node.test, me):
                     found.append(node)
 
     fn.node.body.visit(V())
@@ -1004,35 +1119,41 @@ def plan_pid(
     close: str,
     need_pid: bool,
     need_drop: bool,
+    derived: Sequence[SelfAssign] = (),
 ) -> Union[PidPlan, str]:
+    """How to add what a lazy handle lacks: the PID check in its ``if`` (``sa`` is the handle's own
+    assignment) and a ``__getstate__`` resetting it and the ``derived`` attributes set with it."""
     owner = fn.cls
     if owner is not None and owner.in_function is not None:
         return "the class is defined inside a function"
     if owner is None or not fn.is_method or not fn.self_name:
         return "it is not opened in a method"
+    me = fn.self_name
+    attrs = {sa.attr} | {d.attr for d in derived}
     line = line_of(fn, sa.stmt)
-    if_node = _lazy_if(fn, line, sa.attr) if line is not None else None
+    if_node = _lazy_if(fn, line, attrs) if line is not None else None
     if need_pid and (if_node is None or len(line.body) != 1):  # type: ignore[union-attr]
         return "the lazy open is not directly inside its `if self.x is None:` block"
+    for d in derived:
+        if if_node is None or not _contains(if_node.body, d.stmt):
+            return f"self.{d.attr}, derived from the handle, is set outside the lazy block"
     names = Names(sa.attr)
     for c in related_classes(a, owner):
         for g in c.methods.values():
             if names.pid in g.self_reads:
                 return f"self.{names.pid} is already used"
-    reset = ""
+    resets: List[Tuple[str, str]] = []
     extend: List[Tuple[FuncInfo, cst.SimpleStatementLine, str]] = []
     add = False
     if need_drop:
-        if if_node is not None:
-            reset = "pop" if _tests_presence(if_node.test, fn.self_name, sa.attr) else "none"
-        else:
-            reset = "none"
-            for g in a.class_functions(owner):
-                if any(s.attr == sa.attr and s.kind == "assign" and s.value is not None and
-                       isinstance(s.value, cst.Name) and s.value.value == "None" for s in g.self_assigns):
-                    break
+        for attr in [sa.attr] + [d.attr for d in derived if d.attr != sa.attr]:
+            if if_node is not None and _tests_presence(if_node.test, me, attr):
+                kind = "pop"
+            elif if_node is not None or _set_to_none(a, owner, attr):
+                kind = "none"
             else:
-                reset = "pop"
+                kind = "pop"
+            resets.append((kind, attr))
         gs = _getstate_plan(a, owner, [])
         if isinstance(gs, str):
             return gs
@@ -1045,9 +1166,17 @@ def plan_pid(
         line=line if need_pid else None,
         close=close,
         add_pid=need_pid,
-        reset=reset,
+        resets=resets,
         extend=extend,
         add_getstate=add,
+    )
+
+
+def _set_to_none(a: Analysis, owner: ClassInfo, attr: str) -> bool:
+    return any(
+        s.attr == attr and s.kind == "assign" and isinstance(s.value, cst.Name) and s.value.value == "None"
+        for g in a.class_functions(owner)
+        for s in g.self_assigns
     )
 
 
@@ -1063,7 +1192,7 @@ class _PidTransformer(cst.CSTTransformer):
             if p.add_pid and p.if_node is not None and p.line is not None:
                 self.ifs.setdefault(id(p.if_node), []).append(p)
                 self.lines[id(p.line)] = p
-            if p.reset:
+            if p.resets:
                 ops = _reset_ops(p)
                 for g, line, var in p.extend:
                     entry = self.extends.setdefault(id(g.node), (line, []))
@@ -1074,7 +1203,7 @@ class _PidTransformer(cst.CSTTransformer):
                 if p.add_getstate:
                     home = p.owner  # a subclass's own __getstate__ would hide its base's
                     for q in plans:
-                        if q.add_getstate and q.reset and q.owner is not home and q.owner in a.mro(home):
+                        if q.add_getstate and q.resets and q.owner is not home and q.owner in a.mro(home):
                             home = q.owner
                     lst = self.new_getstate.setdefault(id(home.node), [])
                     lst.extend(op for op in ops if op not in lst)
@@ -1102,11 +1231,13 @@ class _PidTransformer(cst.CSTTransformer):
         me = p.fn.self_name
         n = p.names
         ind = self.module.default_indent
-        exists = (
-            f'getattr({me}, "{p.attr}", None) is not None'
-            if p.if_node is not None and _tests_presence(p.if_node.test, me, p.attr)
-            else f"{me}.{p.attr} is not None"
-        )
+        plain = (
+            p.if_node is not None
+            and p.attr in attrs_tested(p.if_node.test, me)
+            and not _tests_presence(p.if_node.test, me, p.attr)
+        )  # `if self.env is None`: the attribute exists whenever the test runs
+        exists = f"{me}.{p.attr} is not None" if plain else f'getattr({me}, "{p.attr}", None) is not None'
+
         before = _stmt(
             f"if {exists}:\n"
             f"{ind}{me}.{p.attr}.{p.close}()  # inherited through fork: close it before reopening\n",
@@ -1145,7 +1276,7 @@ class _PidTransformer(cst.CSTTransformer):
 
 
 def _reset_ops(p: PidPlan) -> List[Tuple[str, str]]:
-    ops = [(p.reset, p.attr)]
+    ops = list(p.resets)
     if p.add_pid:
         ops.append(("pop", p.names.pid))
     return ops

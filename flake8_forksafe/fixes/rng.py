@@ -7,10 +7,11 @@ What the fix produces for ``self.rng = np.random.default_rng(seed)`` in ``__init
 
     @property
     def rng(self):
-        \"\"\"np.random.default_rng() of this process: in a DataLoader worker, seeded from the worker's seed.\"\"\"
+        \"\"\"np.random.default_rng() of this process, seeded per DataLoader worker.\"\"\"
         if getattr(self, "_rng_pid", None) != os.getpid():
             info = torch.utils.data.get_worker_info()
-            self._rng = np.random.default_rng(self._rng_seed if info is None else info.seed)
+            seed = self._rng_seed if info is None else info.seed
+            self._rng = np.random.default_rng(seed)
             self._rng_pid = os.getpid()
         return self._rng
 
@@ -37,9 +38,11 @@ What the fix produces for ``self.rng = np.random.default_rng(seed)`` in ``__init
   ``__getstate__`` leaves it out (spawn pickles the dataset: the child builds its own); an existing
   ``__getstate__`` of the form ``state = self.__dict__.copy() ... return state`` is extended instead.
 
-``torch.Generator()`` without a seed becomes ``torch.Generator() if info is None else
-torch.Generator().manual_seed(info.seed)``; ``torch.Generator().manual_seed(s)`` and
-``np.random.Generator(np.random.PCG64(s))`` get the seed in the same slot as ``s``.
+``torch.Generator()`` without a seed keeps its fixed default seed in the main process and gets
+``.manual_seed(info.seed)`` in a worker; a constructor given no seed gets ``None`` (fresh entropy, as
+before) in the main process; ``torch.Generator().manual_seed(s)`` and
+``np.random.Generator(np.random.PCG64(s))`` get the seed in the same slot as ``s``. Without a seed,
+``__init__`` keeps ``self._rng = self._rng_pid = None`` instead of the seed.
 """
 
 from __future__ import annotations
@@ -74,7 +77,7 @@ from flake8_forksafe.fixes.lazy_handle import (
     related_classes,
 )
 
-# where each constructor takes its seed: (keyword, positional index)
+# where each constructor takes its seed: this keyword, or the first positional argument
 SEED_SLOTS = {
     "numpy.random.default_rng": "seed",
     "numpy.random.RandomState": "seed",

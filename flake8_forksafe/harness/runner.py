@@ -288,6 +288,11 @@ def _is_factory(obj: Any) -> bool:
     return False
 
 
+def _is_dataloader(obj: Any) -> bool:
+    return any(c.__name__ == "DataLoader" and c.__module__.startswith("torch.utils.data")
+               for c in type(obj).__mro__)
+
+
 def _describe(obj: Any) -> str:
     if isinstance(obj, type) or callable(obj) and hasattr(obj, "__qualname__"):
         return f"{getattr(obj, '__module__', '?')}.{obj.__qualname__}"
@@ -312,6 +317,8 @@ def check_dataset(target: Any, *args: Any, contexts: Iterable[str] = CONTEXTS,
 
     ``target`` is one of:
 
+    * a ``DataLoader``: its dataset is checked, with its ``collate_fn``/``worker_init_fn``/``timeout``;
+
     * a dataset object: pickled here and unpickled in the harness subprocess. If it cannot be pickled,
       that is the spawn/forkserver verdict (DataLoader would fail the same way) and fork is "not run";
     * a factory and its arguments (``MyDataset, root`` or a ``functools.partial``): pickled by reference
@@ -328,6 +335,16 @@ def check_dataset(target: Any, *args: Any, contexts: Iterable[str] = CONTEXTS,
     ctxs = _contexts(contexts)
     tos = _timeouts(timeout, ctxs)
     loader_kwargs = dict(loader_kwargs or {})
+    if _is_dataloader(target):
+        # A DataLoader: check its dataset with the options that reach its workers.
+        from flake8_forksafe.harness._child import kwargs_from_loader
+
+        if args or kwargs:
+            raise HarnessError("arguments were given but the target is a DataLoader")
+        extra = kwargs_from_loader(target)
+        extra.pop("batch_size", None)
+        loader_kwargs = {**extra, **loader_kwargs}
+        target = target.dataset
     label = _describe(target)
     payload: Dict[str, Any]
     obj = None

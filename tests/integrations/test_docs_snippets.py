@@ -118,10 +118,14 @@ def _configs():
     return [yaml.safe_load(b.body) for b in blocks("pre-commit.md", "pre-commit-config")]
 
 
-def test_pre_commit_configs_name_this_repository_and_its_hooks():
+def test_pre_commit_configs_name_this_repository_and_its_hooks(tmp_path):
     manifest = {h["id"] for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
     configs = _configs()
     assert len(configs) == 3
+    for i, b in enumerate(blocks("pre-commit.md", "pre-commit-config") + blocks("pre-commit.md", "none")):
+        (tmp_path / f"{i}.yaml").write_text(b.body, encoding="utf-8")
+        r = run([sys.executable, "-m", "pre_commit", "validate-config", f"{i}.yaml"], cwd=tmp_path)
+        assert r.returncode == 0, r.stdout + r.stderr
     for cfg in configs:
         (repo,) = cfg["repos"]
         assert repo["repo"] == REPO_URL

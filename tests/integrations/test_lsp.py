@@ -14,7 +14,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from flake8_forksafe.checks import ALL_RULES, BY_CODE
 from flake8_forksafe.engine import UNSAFE, Example, check_source
-from flake8_forksafe.lsp import FIX_ALL_KIND, FIX_ALL_TITLE
+from flake8_forksafe.lsp import FIX_ALL_KIND, FIX_ALL_TITLE, FIX_ALL_UNSAFE_TITLE
 from tests.integrations._lsp import (
     apply_edit,
     close_document,
@@ -353,3 +353,25 @@ async def test_each_rule_quick_fix_gives_the_documented_fix(client: LanguageClie
     assert any(a.kind == FIX_ALL_KIND for a in actions) is not unsafe
     await close_document(client, doc)
 
+
+
+async def test_fix_all_includes_unsafe_fixes_only_when_the_project_says_so(client: LanguageClient, proj: Path):
+    cases = [(r, ex) for r, ex in (p.values for p in _examples()) if r.fix_applicability == UNSAFE]
+    if not cases:
+        pytest.skip("no rule with an unsafe fix has a fixed example")
+    rule, example = cases[0]
+    src = textwrap.dedent(example.code)
+    anywhere = T.Range(start=T.Position(line=0, character=0), end=T.Position(line=0, character=0))
+    for unsafe, version in ((False, 1), (True, 1)):
+        d = proj / ("unsafe" if unsafe else "safe")
+        write(d / "pyproject.toml", f'[tool.flake8-forksafe]\nselect = ["{rule.code}"]\nunsafe-fixes = {str(unsafe).lower()}\n')
+        doc = write(d / "example.py", src)
+        assert await open_document(client, doc, src, version)
+        actions = await code_actions(client, doc, anywhere, only=[T.CodeActionKind.SourceFixAll])
+        if not unsafe:
+            assert actions == []
+        else:
+            (fix_all,) = actions
+            assert fix_all.title == FIX_ALL_UNSAFE_TITLE and fix_all.kind == FIX_ALL_KIND
+            assert apply_edit(src, fix_all.edit, doc.as_uri(), version=1) == textwrap.dedent(example.expected_fix)
+        await close_document(client, doc)

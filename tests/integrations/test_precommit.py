@@ -47,8 +47,11 @@ def expected_lines(path: str, text: str):
     return [f"{path}:{f.line}:{f.col + 1}: {f.code} {f.message}" for f in check_source(text, path)]
 
 
-def test_hook_manifest_is_what_pre_commit_expects(hook_repo):
+def test_hook_manifest_is_what_pre_commit_expects(hook_repo, pre_commit):
     import yaml
+
+    r = pre_commit("validate-manifest", ".pre-commit-hooks.yaml", cwd=hook_repo.path)
+    assert r.returncode == 0, r.stdout + r.stderr
 
     hooks = {h["id"]: h for h in yaml.safe_load((hook_repo.path / ".pre-commit-hooks.yaml").read_text())}
     assert set(hooks) == {"forksafe", "forksafe-fix"}

@@ -373,7 +373,7 @@ class RecordFile(data.Dataset):
     RECORD = 16
 
     def __init__(self, path):
-        self.fh = open(path, "rb")
+        self.fh = open(path, "rb", buffering=0)  # unbuffered: every seek moves the shared offset
         self.fh.seek(0, os.SEEK_END)
         self.count = self.fh.tell() // self.RECORD
 
@@ -409,6 +409,33 @@ class LazyLMDB(Dataset):
         self._init_db()
         with self.env.begin() as txn:
             return txn.get(str(i).encode())
+'''
+
+LAZY_H5_DS = '''\
+import h5py
+import torch
+from torch.utils.data import Dataset
+
+
+class Frames(Dataset):
+    """FRK103: the file and a dataset derived from it, opened together, lazily; __len__ opens them."""
+
+    def __init__(self, path):
+        self.path = path
+        self._vil = None
+
+    def _lazy_init(self):
+        if self._vil is None:
+            self._file = h5py.File(self.path, "r")
+            self._vil = self._file["vil"]
+
+    def __len__(self):
+        self._lazy_init()
+        return self._vil.shape[0]
+
+    def __getitem__(self, i):
+        self._lazy_init()
+        return torch.from_numpy(self._vil[i])
 '''
 
 H5_FIXED = '''\
@@ -468,6 +495,7 @@ from torch.utils.data import ConcatDataset, DataLoader
 import file_ds
 import h5_ds
 import lazy_ds
+import lazy_h5_ds
 import lmdb_ds
 
 
@@ -488,6 +516,8 @@ def build(root):
         for i in range(16):
             txn.put(str(i).encode(), b"lazy%d" % i)
     env.close()
+    with h5py.File(os.path.join(root, "frames.h5"), "w") as f:
+        f["vil"] = np.arange(8 * 2, dtype="int16").reshape(8, 2) - 7
 
 
 def dataset(root):
@@ -496,6 +526,7 @@ def dataset(root):
         h5_ds.H5Dataset(os.path.join(root, "images.h5")),
         file_ds.RecordFile(os.path.join(root, "records.bin")),
         lazy_ds.LazyLMDB(os.path.join(root, "lazy.lmdb")),
+        lazy_h5_ds.Frames(os.path.join(root, "frames.h5")),
     ])
 
 
@@ -509,14 +540,17 @@ if __name__ == "__main__":
     # one instance throughout (LMDB allows one environment per path and process): the parent
     # touches every handle first, then reads everything itself (the num_workers=0 baseline)
     ds = dataset(root)
-    ds[0], ds[70], ds[130], ds[200], len(ds)
+    ds[0], ds[70], ds[130], ds[200], ds[210], len(ds)
     baseline = items(DataLoader(ds, batch_size=None, num_workers=0))
-    assert len(baseline) == 208 and baseline[0] == {"id": 0, "x": [0, 0]}, baseline[:2]
-    assert baseline[207] == b"lazy15", baseline[192:]
+    assert len(baseline) == 216 and baseline[0] == {"id": 0, "x": [0, 0]}, baseline[:2]
+    assert baseline[207] == b"lazy15" and baseline[215] == [7, 8], baseline[192:]
     assert baseline[64] == [0, 1, 2] and baseline[191] == (63).to_bytes(16, "little"), baseline[64:65]
+    records = ds.datasets[2]
     for ctx in ("fork", "spawn", "forkserver"):
+        offset = records.fh.seek(5)  # the parent's own file: workers must not move its offset
         got = items(DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context=ctx))
         assert got == baseline, ctx
+        assert records.fh.tell() == offset, (ctx, "a worker used the parent's file description")
         print("ok", ctx, flush=True)
 '''
 
@@ -557,6 +591,7 @@ def test_fixed_datasets_work_under_fork_spawn_and_forkserver(tmp_path):
         ("h5_ds", H5_DS, "FRK101"),
         ("file_ds", FILE_DS, "FRK101"),
         ("lazy_ds", LAZY_DS, "FRK103"),
+        ("lazy_h5_ds", LAZY_H5_DS, "FRK103"),
     ):
         assert [f.code for f in check_source(src, f"{name}.py", ALL)] == [code]
         res = fix_source(src, f"{name}.py", ALL, unsafe=True)
@@ -574,6 +609,7 @@ def test_unfixed_datasets_fail_under_spawn(tmp_path):
     pytest.importorskip("lmdb")
     pytest.importorskip("h5py")
     runner = RUNNER.replace('("fork", "spawn", "forkserver")', '("spawn",)')
-    proc = _run(tmp_path, {"lmdb_ds": LMDB_DS, "h5_ds": H5_DS, "file_ds": FILE_DS, "lazy_ds": LAZY_DS}, runner)
+    proc = _run(tmp_path, {"lmdb_ds": LMDB_DS, "h5_ds": H5_DS, "file_ds": FILE_DS, "lazy_ds": LAZY_DS,
+                                 "lazy_h5_ds": LAZY_H5_DS}, runner)
     assert proc.returncode != 0
     assert "cannot pickle 'Environment' object" in proc.stderr, proc.stderr[-2000:]

@@ -291,6 +291,29 @@ def test_fix_is_idempotent_and_leaves_no_finding_of_any_rule():
     assert findings(once, ALL) == []
 
 
+def test_generator_seeded_by_a_later_statement_and_used_by_torch_functions_is_fixable():
+    src = HEAD + textwrap.dedent(
+        """
+        class DS(Dataset):
+            def __init__(self, n, seed=0):
+                self.generator = torch.Generator()
+                self.generator.manual_seed(seed)
+                self.perm = torch.randperm(n, generator=self.generator)
+                self.aug = Augment(self.generator)  # handed to an object that keeps it
+
+            def __getitem__(self, i):
+                return torch.rand(1, generator=self.generator) + self.perm[i]
+        """
+    )
+    assert findings(src) == [("FRK601", 7, 25, None)]
+    ok = src.replace("        self.aug = Augment(self.generator)  # handed to an object that keeps it\n", "")
+    assert findings(ok) == [("FRK601", 7, 25, "unsafe")]
+    out = fixed(ok)
+    assert "        self._generator = self._generator_pid = None\n        self.generator.manual_seed(seed)\n" in out
+    assert "            self._generator = torch.Generator()\n            if info is not None:\n" in out
+    assert findings(out, ALL) == []
+
+
 # --------------------------------------------------------------------------------------------------
 # runtime proof: one subprocess, real DataLoader workers
 

@@ -1,0 +1,161 @@
+"""Every runtime fixture under every start method: the unsafe version shows its hazard (RUNTIME-FACTS),
+the hand-written fixed version passes everywhere. One harness subprocess per fixture version.
+
+The expectations are spelled out here, independently of the fixtures' own EXPECT constants (a test checks
+they agree). Only deterministic signals are asserted: pickling errors, ReadersFullError, the
+inherited-descriptor probe, the RNG-state probe; never the racy corruption itself.
+"""
+
+import re
+
+import pytest
+
+from flake8_forksafe.harness import check_fixture, fixture_meta
+
+from .conftest import FIXED, RUNTIME, has_proc
+
+BUFFERED = r"^TypeError: cannot pickle '_io\.BufferedReader' object$"
+SHARED = ("flagged", "differs")  # the corruption is racy; the probe finding is not
+
+# ctx -> (allowed verdicts, regex for the error or None, probe finding kinds that must be present)
+UNSAFE = {
+    "FRK101_file": {"fork": (SHARED, None, ["inherited_fd"]), "spawn": ("fails", BUFFERED, []),
+                    "forkserver": ("fails", BUFFERED, [])},
+    "FRK101_lmdb": {"fork": ("fails", r"^lmdb\.ReadersFullError: mdb_txn_begin: MDB_READERS_FULL", []),
+                    "spawn": ("fails", r"^TypeError: cannot pickle 'Environment' object$", []),
+                    "forkserver": ("fails", r"^TypeError: cannot pickle 'Environment' object$", [])},
+    "FRK101_h5py": {"fork": ("flagged", None, ["inherited_fd"]),
+                    "spawn": ("fails", r"^TypeError: h5py objects cannot be pickled$", []),
+                    "forkserver": ("fails", r"^TypeError: h5py objects cannot be pickled$", [])},
+    "FRK101_sqlite": {"fork": ("flagged", None, ["inherited_fd"]),
+                      "spawn": ("fails", r"^TypeError: cannot pickle 'sqlite3\.Connection' object$", []),
+                      "forkserver": ("fails", r"^TypeError: cannot pickle 'sqlite3\.Connection' object$", [])},
+    "FRK101_iterable": {"fork": (SHARED, None, ["inherited_fd"]),
+                        "spawn": ("fails", r"^TypeError: cannot pickle '_io\.TextIOWrapper' object$", []),
+                        "forkserver": ("fails", r"^TypeError: cannot pickle '_io\.TextIOWrapper' object$", [])},
+    "FRK103_lazy_nopid": {"fork": (SHARED, None, ["inherited_fd"]), "spawn": ("fails", BUFFERED, []),
+                          "forkserver": ("fails", BUFFERED, [])},
+    "FRK201_lambda_transform": {
+        "fork": ("ok", None, []),
+        "spawn": ("fails", r"^AttributeError: Can't pickle local object 'PointCloud\.__init__\.<locals>\.<lambda>'", []),
+        "forkserver": ("fails", r"^AttributeError: Can't pickle local object 'PointCloud\.__init__\.<locals>\.<lambda>'", [])},
+    "FRK201_collate_lambda": {
+        "fork": ("ok", None, []),
+        "spawn": ("fails", r"^AttributeError: Can't pickle local object 'make_loader\.<locals>\.<lambda>'", []),
+        "forkserver": ("fails", r"^AttributeError: Can't pickle local object 'make_loader\.<locals>\.<lambda>'", [])},
+    "FRK202_local_collate": {
+        "fork": ("ok", None, []),
+        "spawn": ("fails", r"^AttributeError: Can't pickle local object 'make_loader\.<locals>\.pad_collate'", []),
+        "forkserver": ("fails", r"^AttributeError: Can't pickle local object 'make_loader\.<locals>\.pad_collate'", [])},
+    "FRK203_lock": {"fork": ("ok", None, []),
+                    "spawn": ("fails", r"^TypeError: cannot pickle '_thread\.lock' object$", []),
+                    "forkserver": ("fails", r"^TypeError: cannot pickle '_thread\.lock' object$", [])},
+    "FRK401_no_guard": {
+        "fork": ("ok", None, []),
+        "spawn": ("fails", r"^RuntimeError: DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly$", ["reran_main"]),
+        "forkserver": ("fails", r"^RuntimeError: DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly$", [])},
+    "FRK601_rng": {ctx: ("flagged", None, ["duplicate_rng", "replayed_rng"]) for ctx in ("fork", "spawn", "forkserver")},
+    "FRK602_const_seed": {ctx: ("flagged", None, ["replayed_rng"]) for ctx in ("fork", "spawn", "forkserver")},
+}
+
+ALL = sorted(p.stem for p in RUNTIME.glob("*.py"))
+
+
+def _cuda():
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def test_the_table_covers_every_fixture_and_agrees_with_its_constants():
+    assert sorted(UNSAFE) == sorted(n for n in ALL if n != "FRK301_cuda_init")
+    for name, table in UNSAFE.items():
+        meta = fixture_meta(RUNTIME / f"{name}.py")
+        for ctx, (verdicts, _, _) in table.items():
+            declared = meta["EXPECT"][ctx]
+            declared = set(declared) if isinstance(declared, tuple) else {declared}
+            assert declared == (set(verdicts) if isinstance(verdicts, tuple) else {verdicts}), (name, ctx)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(UNSAFE))
+def test_unsafe_fixture_shows_its_hazard(name):
+    if not has_proc() and any("inherited_fd" in kinds for _, _, kinds in UNSAFE[name].values()):
+        pytest.skip("the inherited-descriptor probe needs /proc")
+    res = check_fixture(RUNTIME / f"{name}.py")
+    assert not res.error, str(res)
+    for ctx, (verdicts, pattern, kinds) in UNSAFE[name].items():
+        c = res[ctx]
+        allowed = verdicts if isinstance(verdicts, tuple) else (verdicts,)
+        assert c.verdict in allowed, f"{ctx}: {res}"
+        if pattern:
+            assert c.error is not None and re.search(pattern, f"{c.error.type}: {c.error.message}"), f"{ctx}: {res}"
+        found = {f.kind for f in c.findings}
+        assert set(kinds) <= found, f"{ctx}: {res}"
+        if "inherited_fd" in kinds:
+            fd = next(f for f in c.findings if f.kind == "inherited_fd")
+            assert fd.detail["path"].startswith(("/tmp", "/var")) and "/data/" in fd.detail["path"]
+            assert re.search(r"still shares? the parent's open file description of \S+ \(fd \d+, inherited "
+                             r"through fork; (kcmp|fdinfo)\)", fd.message)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ALL)
+def test_fixed_fixture_passes_everywhere(name):
+    res = check_fixture(FIXED / f"{name}.py")
+    assert res.verdicts() == {"fork": "ok", "spawn": "ok", "forkserver": "ok"}, str(res)
+    assert res.safe and not res.findings
+
+
+@pytest.mark.slow
+def test_cuda_fixture_is_not_run_on_a_cpu_runner():
+    if _cuda():
+        pytest.skip("this runner has a CUDA device: see test_cuda_fixture_on_a_gpu")
+    res = check_fixture(RUNTIME / "FRK301_cuda_init.py")
+    assert res.device == "cpu"
+    assert res.verdicts() == {"fork": "not run", "spawn": "not run", "forkserver": "not run"}
+    for c in res.contexts:
+        assert re.search(r"the dataset initialises CUDA in the parent \(\S*FRK301_cuda_init\.py:\d+ in __init__\) "
+                         r"and this runner has no CUDA device", c.reason), str(res)
+    [f] = res.findings
+    assert f.kind == "parent_cuda_init" and re.search(r"FRK301_cuda_init\.py:\d+ in __init__$", f.detail["where"])
+    assert not res.safe
+
+
+@pytest.mark.slow
+@pytest.mark.gpu
+def test_cuda_fixture_on_a_gpu():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA/ROCm device")
+    res = check_fixture(RUNTIME / "FRK301_cuda_init.py")
+    assert res.device in ("cuda", "rocm")
+    assert res["fork"].verdict == "fails"
+    assert re.search(r"Cannot re-initialize CUDA in forked subprocess", str(res["fork"].error)), str(res)
+    assert any(f.kind == "parent_cuda_init" for f in res.findings)
+    fixed = check_fixture(FIXED / "FRK301_cuda_init.py")
+    assert fixed.safe, str(fixed)
+
+
+@pytest.mark.slow
+def test_descriptor_probe_without_kcmp_uses_fdinfo(monkeypatch):
+    if not has_proc():
+        pytest.skip("needs /proc")
+    monkeypatch.setenv("FORKSAFE_FD_PROBE", "fdinfo")
+    res = check_fixture(RUNTIME / "FRK101_h5py.py", contexts=["fork"])
+    assert res["fork"].verdict == "flagged"
+    [f] = [f for f in res["fork"].findings if f.kind == "inherited_fd"]
+    assert f.detail["method"] == "fdinfo" and f.detail["path"].endswith("train.h5")
+    fixed = check_fixture(FIXED / "FRK101_h5py.py", contexts=["fork"])
+    assert fixed.verdicts() == {"fork": "ok"}, str(fixed)
+
+
+@pytest.mark.slow
+def test_descriptor_probe_unavailable_is_said_not_hidden(monkeypatch):
+    monkeypatch.setenv("FORKSAFE_FD_PROBE", "none")
+    res = check_fixture(RUNTIME / "FRK101_h5py.py", contexts=["fork"])
+    c = res["fork"]
+    assert c.verdict == "ok" and not c.findings  # h5py's data is right: only the probe could tell
+    assert c.notes == ["inherited-descriptor probe unavailable: no /proc and no kcmp on this system"]

@@ -1,2 +1,0 @@
-pytest_plugins = ["pytester"]
-def test_x(pytester): pass
