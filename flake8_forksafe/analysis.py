@@ -637,11 +637,12 @@ class Analysis:
             for c in list(out):
                 for fn in self.class_functions(c):
                     for sa in fn.self_assigns:
-                        if isinstance(sa.value, cst.Call) and isinstance(sa.value.func, cst.Name):
-                            t = self.module_classes.get(sa.value.func.value)
-                            if t is not None and id(t) not in ids and itemish(t):
-                                add(t)
-                                changed = True
+                        for v in _stored_values(sa.value):  # ShardReader(p), [ShardReader(p) for p in ps]
+                            if isinstance(v, cst.Call) and isinstance(v.func, cst.Name):
+                                t = self.module_classes.get(v.func.value)
+                                if t is not None and id(t) not in ids and itemish(t):
+                                    add(t)
+                                    changed = True
             for lc in self.loader_calls:
                 t = lc.dataset_class
                 if t is not None and id(t) not in ids and itemish(t):
@@ -826,6 +827,11 @@ class Analysis:
             return s.startswith("cuda")
         if isinstance(node, cst.Integer):
             return True  # a bare device index: `.to(0)`, `device=0` mean cuda:0
+        if isinstance(node, cst.FormattedString):  # f"cuda:{rank}"
+            first = node.parts[0] if node.parts else None
+            return isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda")
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):  # "cuda:" + str(rank)
+            return self.is_cuda_value(node.left, scope, depth + 1)
         if isinstance(node, cst.Call):
             q = self.qualify(node.func)
             if q == "torch.device" and node.args:
@@ -859,6 +865,21 @@ class Analysis:
 
     def is_module_object(self, node: cst.BaseExpression) -> bool:
         return isinstance(node, cst.Name) and node.value in self.module_aliases
+
+
+def _stored_values(value: Optional[cst.BaseExpression]) -> List[cst.BaseExpression]:
+    """The value itself and, for a container display or comprehension, its element expressions."""
+    if value is None:
+        return []
+    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+        return [value] + [e.value for e in value.elements]
+    if isinstance(value, cst.Dict):
+        return [value] + [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+    if isinstance(value, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        return [value, value.elt]
+    if isinstance(value, cst.DictComp):
+        return [value, value.value]
+    return [value]
 
 
 class _IdSet:
@@ -981,6 +1002,12 @@ def callable_target(
         return None, None
     if isinstance(expr, cst.Lambda):
         return expr, None
+    if isinstance(expr, cst.IfExp):  # `partial(f, ...) if seed is not None else None`
+        for branch in (expr.body, expr.orelse):
+            hit = callable_target(a, branch, scope, depth + 1)
+            if hit[0] is not None:
+                return hit
+        return None, None
     if isinstance(expr, cst.Call) and a.qualify(expr.func) == "functools.partial" and expr.args:
         inner, _ = callable_target(a, expr.args[0].value, scope, depth + 1)
         return inner, expr
@@ -1025,6 +1052,22 @@ def _is_data_slice(sub: cst.Subscript) -> bool:
     return False
 
 
+def _ends_in_npz(node: cst.BaseExpression) -> bool:
+    """A path expression naming an ``.npz`` file: ``"a.npz"``, ``f"{root}/a.npz"``,
+    ``os.path.join(root, "a.npz")``, ``root / "a.npz"``, ``prefix + ".npz"``."""
+    s = string_value(node)
+    if s is not None:
+        return s.endswith(".npz")
+    if isinstance(node, cst.FormattedString):
+        last = node.parts[-1] if node.parts else None
+        return isinstance(last, cst.FormattedStringText) and last.value.endswith(".npz")
+    if isinstance(node, cst.BinaryOperation):
+        return _ends_in_npz(node.right)
+    if isinstance(node, cst.Call) and node.args and dotted(node.func) in ("os.path.join", "path.join", "Path"):
+        return _ends_in_npz(node.args[-1].value)
+    return False
+
+
 def factory_of(a: Analysis, call: cst.Call) -> Optional["object"]:
     q = a.qualify(call.func)
     if q is None:
@@ -1036,8 +1079,7 @@ def factory_of(a: Analysis, call: cst.Call) -> Optional["object"]:
         return None
     if f.when == "npz":
         first = call.args[0].value if call.args and call.args[0].keyword is None else None
-        s = string_value(first)
-        if s is None or not s.endswith(".npz") or keyword(call, "mmap_mode") is not None:
+        if first is None or not _ends_in_npz(first) or keyword(call, "mmap_mode") is not None:
             return None
     elif f.when == "chunked":
         chunk = keyword(call, "chunksize")

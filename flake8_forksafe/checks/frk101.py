@@ -27,7 +27,8 @@ from flake8_forksafe.fixes.lazy_handle import (
     is_lazy,
     plan_lazy,
     reopens_per_process,
-    returned_handle,
+    helper_handles,
+    lazy_open_calls,
 )
 
 
@@ -44,54 +45,24 @@ def parent_kept_handles(a: Analysis, cls: ClassInfo) -> List[Kept]:
     out: List[Kept] = []
     parent = a.parent_side(cls)
     module_level = {id(site.node) for site in a.calls if site.func is None}
+    lazy_calls = lazy_open_calls(a, cls)  # objects derived from a lazy handle are FRK103's
     for fn in parent:
         for sa in fn.self_assigns:
             if sa.kind == "del" or sa.value is None:
                 continue
-            kept = kept_handles(a, sa, fn) or _helper_handles(a, sa, fn)
+            kept = kept_handles(a, sa, fn) or helper_handles(a, sa, fn)
             if not kept or is_lazy(a, cls, fn, sa):
                 continue
             if _closed_local(fn, sa.value):
                 continue  # f = h5py.File(p); self.x = f["x"]; f.close(): nothing open is kept
             for k in kept:
-                if id(k.call) in module_level:
-                    continue  # opened at module level: FRK102's
+                if id(k.call) in module_level or id(k.call) in lazy_calls:
+                    continue  # opened at module level (FRK102) or lazily (FRK103)
                 if not k.container and (released_in(parent, sa.attr) or closed_by_with(parent, sa.attr)):
                     continue
                 if getstate_leaves_out(a, cls, sa.attr) and reopens_per_process(a, cls, sa.attr):
                     continue
                 out.append(Kept(cls, fn, sa, k))
-    return out
-
-
-def _helper_handles(a: Analysis, sa: SelfAssign, fn: FuncInfo) -> List[KeptHandle]:
-    """Handles returned by a same-module helper and kept: ``self.env = open_env(p)``,
-    ``env = self.connect_db(p); self.envs.append(env)``, ``self.envs = [open_env(p) for p in ps]``."""
-    value = sa.value
-    container = sa.kind == "container"
-    elements: List[cst.BaseExpression] = []
-    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
-        elements, container = [e.value for e in value.elements], True
-    elif isinstance(value, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
-        elements, container = [value.elt], True
-    elif isinstance(value, cst.DictComp):
-        elements, container = [value.value], True
-    elif isinstance(value, cst.Dict):
-        elements = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
-        container = True
-    elif value is not None:
-        elements = [value]
-    out: List[KeptHandle] = []
-    for el in elements:
-        direct = not container and el is value
-        cands: List[cst.BaseExpression] = [el]
-        if isinstance(el, cst.Name) and el.value not in fn.with_names:
-            cands, direct = list(fn.local_assigns.get(el.value, [])), False
-        for c in cands:
-            if isinstance(c, cst.Call):
-                ret = returned_handle(a, c, fn)
-                if ret is not None:
-                    out.append(KeptHandle(c, ret[1], direct=direct and sa.kind == "assign", container=container))
     return out
 
 

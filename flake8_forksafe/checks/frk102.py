@@ -7,8 +7,8 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from flake8_forksafe.analysis import Analysis, FuncInfo, _is_data_slice, factory_of, self_attr
-from flake8_forksafe.engine import Example, Report, Rule
+from flake8_forksafe.analysis import Analysis, FuncInfo, _is_data_slice, factory_of
+from flake8_forksafe.engine import Report, Rule
 
 
 @dataclass(eq=False)

@@ -9,6 +9,7 @@ import libcst as cst
 from flake8_forksafe.analysis import Analysis, ClassInfo, FuncInfo, KeptHandle, SelfAssign, kept_handles
 from flake8_forksafe.engine import SAFE, Example, Report, Rule
 from flake8_forksafe.fixes.lazy_handle import (
+    helper_handles,
     PidPlan,
     apply_pid,
     getstate_leaves_out,
@@ -134,17 +135,24 @@ class DS(Dataset):
 
     def check(self, a: Analysis) -> Iterator[Report]:
         groups: Dict[int, List[Tuple[ClassInfo, FuncInfo, SelfAssign, KeptHandle]]] = {}
+        seeds = set()
         for cls in a.dataset_classes:
+            members = []
             for fn in a.parent_side(cls):
                 for sa in fn.self_assigns:
                     if sa.kind != "assign" or sa.value is None:
                         continue
-                    kept = [k for k in kept_handles(a, sa, fn) if not k.container]
-                    if not kept or not is_lazy(a, cls, fn, sa):
-                        continue
-                    group = groups.setdefault(id(kept[0].call), [])
-                    if not any(g[2] is sa for g in group):
-                        group.append((cls, fn, sa, kept[0]))
+                    kept = [k for k in kept_handles(a, sa, fn) + helper_handles(a, sa, fn) if not k.container]
+                    if kept:
+                        members.append((cls, fn, sa, kept[0]))
+                        if kept[0].direct and is_lazy(a, cls, fn, sa):
+                            seeds.add(id(kept[0].call))
+            # a lazily opened handle, with every object derived from it that the parent side keeps
+            for m in members:
+                group = groups.setdefault(id(m[3].call), [])
+                if not any(g[2] is m[2] for g in group):
+                    group.append(m)
+        groups = {k: v for k, v in groups.items() if k in seeds}
         for group in groups.values():
             cls = group[0][0]
             attrs = [g[2].attr for g in group]

@@ -315,15 +315,15 @@ class Sinks:
 
     def dataset_attributes(self) -> Iterator[Sink]:
         """``self.x = ...`` (or a container on self) in a dataset's methods, except methods that only
-        run inside workers (a lambda created there is never pickled)."""
+        run inside workers and ``__setstate__`` (a lambda created there is never pickled)."""
         a = self.a
         found: Dict[int, Tuple[FuncInfo, str, List[ClassInfo], List[Leaf]]] = {}
         for cls in a.dataset_classes:
             worker = {id(f) for f in a.worker_side(cls)}
             parent = {id(f) for f in a.parent_side(cls)}
             for fn in a.class_functions(cls):
-                if id(fn) in worker and id(fn) not in parent:
-                    continue
+                if (id(fn) in worker and id(fn) not in parent) or fn.name == "__setstate__":
+                    continue  # runs in the worker (after unpickling): never pickled again
                 for sa in fn.self_assigns:
                     if sa.kind == "del" or sa.value is None:
                         continue

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional
+from typing import Iterator, List, Optional
 
 import libcst as cst
 
@@ -246,9 +246,12 @@ class DS(Dataset):
     def message(cls: ClassInfo, fn: FuncInfo, sa: SelfAssign, hit: Hit, plan) -> str:
         owner = fn.cls.name if fn.cls is not None else cls.name
         where = "__init__" if fn.name == "__init__" else f"{fn.name}() on the parent side"
-        kept = f"a container on self.{sa.attr}" if sa.kind == "container" or not hit.direct and sa.value is not hit.node and not isinstance(sa.value, cst.Name) else f"self.{sa.attr}"
+        in_container = sa.kind == "container" or (sa.value is not hit.node and not isinstance(sa.value, cst.Name))
+        kept = f"a container on self.{sa.attr}" if in_container else f"self.{sa.attr}"
         if hit.kind == "module":
             why = "spawn workers cannot pickle a module"
+        elif hit.kind == "worker":
+            why = "spawn workers cannot pickle it and forked workers get a copy whose threads do not run"
         elif hit.kind == "generator":
             why = "spawn workers cannot pickle a generator and forked workers each replay a copy of it"
         else:

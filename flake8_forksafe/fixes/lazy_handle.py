@@ -30,9 +30,11 @@ from flake8_forksafe.analysis import (
     Analysis,
     ClassInfo,
     FuncInfo,
+    KeptHandle,
     SelfAssign,
     attrs_tested,
     dotted,
+    factory_of,
     handle_source,
     self_attr,
     string_value,
@@ -371,6 +373,96 @@ def returned_handle(a: Analysis, call: cst.Call, fn: FuncInfo):
         if hit is not None:
             return hit[0], hit[1]
     return None
+
+
+def _strip_derived(a: Analysis, value: cst.BaseExpression) -> Optional[cst.Call]:
+    """The call at the root of ``call()["x"]`` / ``call().begin()`` (subscripts that are not data
+    slices, method calls on the result), or None."""
+    from flake8_forksafe.analysis import _is_data_slice
+
+    depth = 0
+    while depth < 8:
+        depth += 1
+        if isinstance(value, cst.Subscript):
+            if _is_data_slice(value):
+                return None
+            value = value.value
+        elif isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and isinstance(
+            value.func.value, (cst.Call, cst.Subscript)
+        ):
+            value = value.func.value
+        elif isinstance(value, cst.Call):
+            return value
+        else:
+            return None
+    return None
+
+
+def helper_handles(a: Analysis, sa: SelfAssign, fn: FuncInfo) -> List[KeptHandle]:
+    """Handles a same-module helper returns, kept on the instance: ``self.env = open_env(p)``,
+    ``env = self.connect_db(p); self.envs.append(env)``, ``self.envs = [open_env(p) for p in ps]``,
+    and objects derived from them (``self.x = self.file()["x"]``). The call of a directly kept
+    handle is the helper call; a derived object's is the factory call inside the helper."""
+    value = sa.value
+    container = sa.kind == "container"
+    elements: List[cst.BaseExpression] = []
+    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+        elements, container = [e.value for e in value.elements], True
+    elif isinstance(value, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        elements, container = [value.elt], True
+    elif isinstance(value, cst.DictComp):
+        elements, container = [value.value], True
+    elif isinstance(value, cst.Dict):
+        elements, container = [e.value for e in value.elements if isinstance(e, cst.DictElement)], True
+    elif value is not None:
+        elements = [value]
+    out: List[KeptHandle] = []
+    for el in elements:
+        direct = not container and el is value
+        cands: List[cst.BaseExpression] = [el]
+        if isinstance(el, cst.Name) and el.value not in fn.with_names:
+            cands, direct = list(fn.local_assigns.get(el.value, [])), False
+        for c in cands:
+            if isinstance(c, cst.Call):
+                ret = returned_handle(a, c, fn)
+                if ret is not None:
+                    out.append(KeptHandle(c, ret[1], direct=direct and sa.kind == "assign", container=container))
+                    continue
+            root = _strip_derived(a, c)
+            if root is not None and root is not c:
+                ret = returned_handle(a, root, fn)
+                if ret is not None and _derivable(a, c, root, ret[1]):
+                    out.append(KeptHandle(ret[0], ret[1], direct=False, container=container))
+    return out
+
+
+def _derivable(a: Analysis, value: cst.BaseExpression, root: cst.Call, factory) -> bool:
+    """Every step from ``root`` to ``value`` derives a handle (a subscript of a subscriptable
+    handle, a ``derived`` method of the factory)."""
+    while value is not root:
+        if isinstance(value, cst.Subscript):
+            if not factory.subscript:
+                return False
+            value = value.value
+        elif isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            if value.func.attr.value not in factory.derived:
+                return False
+            value = value.func.value
+        else:
+            return False
+    return True
+
+
+def lazy_open_calls(a: Analysis, cls: ClassInfo) -> Set[int]:
+    """ids of factory calls that a class assigns to an attribute lazily (FRK103's handles)."""
+    out: Set[int] = set()
+    for fn in a.class_functions(cls):
+        for sa in fn.self_assigns:
+            if sa.kind != "assign" or not isinstance(sa.value, cst.Call):
+                continue
+            if factory_of(a, sa.value) is not None and is_lazy(a, cls, fn, sa):
+                out.add(id(sa.value))
+    return out
 
 
 # --------------------------------------------------------------------------------------------------

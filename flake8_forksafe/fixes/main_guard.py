@@ -276,6 +276,17 @@ def _quote(module: cst.Module) -> str:
     return "'" if counts["'"] > counts['"'] else '"'
 
 
+def _indented(block: cst.BaseSuite) -> cst.IndentedBlock:
+    """``if __name__ == "__main__": main()`` on one line becomes an indented block."""
+    if isinstance(block, cst.IndentedBlock):
+        return block
+    assert isinstance(block, cst.SimpleStatementSuite)
+    smalls = list(block.body)
+    smalls[-1] = smalls[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+    line = cst.SimpleStatementLine(body=smalls, trailing_whitespace=block.trailing_whitespace)
+    return cst.IndentedBlock(body=[line])
+
+
 def apply_main_guard(a: Analysis, plan: GuardPlan) -> cst.Module:
     module = a.module
     if not plan.fixable or not plan.moved:
@@ -314,8 +325,7 @@ def apply_main_guard(a: Analysis, plan: GuardPlan) -> cst.Module:
             s = s.with_changes(leading_lines=[cst.EmptyLine()] * extra + list(s.leading_lines))
         pending_blanks = 0
         if i in top_of:
-            block = s.body
-            assert isinstance(block, cst.IndentedBlock)
+            block = _indented(s.body)
             stmts = moved_block(top_of[i], True) + list(block.body)
             if i == last_guard and end_of:
                 stmts += moved_block(end_of, False)

@@ -210,7 +210,8 @@ def _render(rows: List[Row], contexts: List[str], head: List[str], out: TextIO) 
         for version in ("unsafe", "fixed"):
             for ctx, cell in r.cells.get(version, {}).items():
                 if cell.status == NOT_CONFIRMED:
-                    details.append(f"  {r.name} {version} {ctx}: {cell.summary}")
+                    summary = cell.summary[len(ctx) + 2:] if cell.summary.startswith(f"{ctx}: ") else cell.summary
+                    details.append(f"  {r.name} {version} {ctx}: {summary}")
         for n in r.notes:
             details.append(f"  {r.name}: {n}")
     if details:

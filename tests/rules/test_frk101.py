@@ -101,6 +101,63 @@ def test_recall(src, where):
     assert [(c, ln, col) for c, ln, col, _ in findings(src)] == [("FRK101", *where)]
 
 
+def test_sanity_check_after_opening_is_not_a_lazy_open():
+    src = """
+    import lmdb
+    from torch.utils.data import Dataset
+
+    class DS(Dataset):
+        def __init__(self, root):
+            self.env = lmdb.open(root, readonly=True)
+            if not self.env:
+                raise IOError(root)
+    """
+    assert findings(src) == [("FRK101", 7, 19, "safe")]
+
+
+def test_generic_base_and_helper_returning_handles():
+    src = """
+    from typing import TypeVar
+    import lmdb
+    from torch.utils.data import Dataset
+
+    T = TypeVar("T")
+
+    class Store(Dataset[T]):
+        def __init__(self, paths):
+            self.envs = []
+            for p in paths:
+                env = self.connect(p)
+                self.envs.append(env)
+            self.main = self.connect(paths[0])
+
+        def connect(self, p):
+            return lmdb.open(p, readonly=True)
+
+    class Sub(Store[int]):
+        pass
+    """
+    assert findings(src) == [("FRK101", 12, 18, None), ("FRK101", 14, 20, "safe")]
+    out = fixed(src)
+    assert "            self._main = self.connect(*self._main_args)\n" in out
+
+
+def test_npz_paths_built_at_runtime():
+    src = """
+    import os
+    import numpy as np
+    from torch.utils.data import Dataset
+
+    class DS(Dataset):
+        def __init__(self, root):
+            self.a = np.load(os.path.join(root, "a.npz"))
+            self.b = np.load(f"{root}/b.npz")
+            self.c = np.load(root + "/c.npy")
+            self.d = np.load(root + "/d.npz", mmap_mode="r")
+    """
+    assert findings(src) == [("FRK101", 8, 17, "safe"), ("FRK101", 9, 17, "safe")]
+
+
 def test_user_configured_dataset_base():
     src = "import lmdb\nfrom mylib.data import Base\n\nclass DS(Base):\n    def __init__(self, p):\n        self.env = lmdb.open(p)\n"
     assert findings(src) == []
@@ -568,7 +625,7 @@ def _run(tmp_path: Path, sources, runner: str = RUNNER) -> subprocess.CompletedP
         start_new_session=True,
     )
     try:
-        out, err = proc.communicate(timeout=150)
+        out, err = proc.communicate(timeout=240)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()

@@ -155,3 +155,58 @@ def test_early_return_is_reported_without_fix():
     (f,) = check_source(textwrap.dedent(src), "m.py", CFG)
     assert (f.line, f.col, f.fix) == (13, 18, None)
     assert f.message.endswith("(no automatic fix: the lazy open is not directly inside its `if self.x is None:` block)")
+
+
+def test_objects_derived_in_the_lazy_block_are_reset_too():
+    src = """
+    import h5py
+    from torch.utils.data import Dataset
+
+    class Frames(Dataset):
+        def __init__(self, path):
+            self.path = path
+            self._vil = None
+
+        def _lazy_init(self):
+            if self._vil is None:
+                self._file = h5py.File(self.path, "r")
+                self._vil = self._file["vil"]
+
+        def __len__(self):
+            self._lazy_init()
+            return len(self._vil)
+    """
+    assert findings(src) == [(12, 25, "safe")]
+    out = fixed(src)
+    assert (
+        '        if self._vil is None or getattr(self, "_file_pid", None) != os.getpid():\n'
+        '            if getattr(self, "_file", None) is not None:\n'
+        "                self._file.close()  # inherited through fork: close it before reopening\n"
+        '            self._file = h5py.File(self.path, "r")\n'
+        "            self._file_pid = os.getpid()\n"
+        '            self._vil = self._file["vil"]\n'
+    ) in out
+    assert '        state["_file"] = None\n        state["_vil"] = None\n        state.pop("_file_pid", None)\n' in out
+    assert not check_source(out, "m.py", ALL)
+
+
+def test_derived_object_set_outside_the_lazy_block_is_not_fixed():
+    src = """
+    import h5py
+    from torch.utils.data import Dataset
+
+    class Frames(Dataset):
+        def __init__(self, path):
+            self.path, self.f = path, None
+            self.x = self.file()["x"]
+
+        def file(self):
+            if self.f is None:
+                self.f = h5py.File(self.path, "r")
+            return self.f
+
+        def __getitem__(self, i):
+            return self.x[i]
+    """
+    (f,) = check_source(textwrap.dedent(src), "m.py", CFG)
+    assert f.fix is None and f.message.endswith("(no automatic fix: self.x, derived from the handle, is set outside the lazy block)")

@@ -488,3 +488,34 @@ def test_fixed_script_runs_under_every_start_method(tmp_path):
     assert unfixed["fork"] == "same"  # fork hides the bug
     assert unfixed["spawn"].startswith(("AttributeError", "PicklingError", "TypeError")), unfixed["spawn"]
     assert "pickle" in unfixed["spawn"] and "lambda" in unfixed["spawn"], unfixed["spawn"]
+
+
+def test_setstate_recreating_the_lambda_is_the_safe_pattern():
+    src = """
+        from torch.utils.data import DataLoader, Dataset
+
+        class DS(Dataset):
+            def __getstate__(self):
+                state = self.__dict__.copy()
+                state.pop("f", None)
+                return state
+
+            def __setstate__(self, state):
+                self.__dict__.update(state)
+                self.f = lambda x: x
+
+            def __getitem__(self, i):
+                return self.f(i)
+
+        loader = DataLoader(DS(), num_workers=2)
+        """
+    assert findings(src) == []
+
+
+def test_doc_example_is_fixed_as_documented():
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "rules" / "FRK201.md").read_text(encoding="utf-8")
+    example, use_instead = re.findall(r"```python\n(.*?)```", doc, re.S)[:2]
+    assert fix_source(example, "t.py", CFG).source == use_instead

@@ -311,3 +311,12 @@ def test_two_functions_with_the_same_local_name():
     assert "def collate_2(batch):\n    return batch[:1]\n" in out
     assert "def val(ds):\n    return DataLoader(ds, num_workers=2, collate_fn=collate_2)\n" in out
     assert check_source(out, "t.py", CFG) == []
+
+
+def test_doc_example_is_fixed_as_documented():
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "rules" / "FRK202.md").read_text(encoding="utf-8")
+    example, use_instead = re.findall(r"```python\n(.*?)```", doc, re.S)[:2]
+    assert fix_source(example, "t.py", CFG).source == use_instead

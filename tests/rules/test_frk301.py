@@ -77,6 +77,8 @@ def test_torch_cuda_call_message_and_no_fix():
         ("x.to(DEVICE)", 17),
         ("x.to(dev)", 17),
         ("x.to(self.device)", 17),
+        ('x.to(f"cuda:{dev}")', 17),
+        ('x.to("cuda:" + str(1))', 17),
     ],
 )
 def test_cuda_values(expr, col):

@@ -265,6 +265,14 @@ def test_fix_uses_existing_guards_in_order():
     """)
 
 
+def test_fix_into_a_one_line_guard():
+    src = 'from torch.utils.data import DataLoader\nfor b in DataLoader(range(4), num_workers=2): print(b)\nif __name__ == "__main__": print("x")  # go\n'
+    assert fixed(src) == (
+        'from torch.utils.data import DataLoader\nif __name__ == "__main__":\n'
+        '    for b in DataLoader(range(4), num_workers=2): print(b)\n    print("x")  # go\n'
+    )
+
+
 def test_fix_single_quotes_and_crlf():
     src = "from torch.utils.data import DataLoader\r\nx = 'a'\r\nfor b in DataLoader(range(4), num_workers=2):\r\n    print(b, x)\r\n"
     res = fix_source(src, "script.py", CFG)
