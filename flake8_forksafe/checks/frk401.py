@@ -88,6 +88,7 @@ class WorkerStarts:
         self._plain: Dict[int, Ctx] = {}
         self._ctxs: List[Ctx] = []  # keeps every context alive: memo keys use id()
         self._stack: List[int] = []  # functions being followed (recursion guard)
+        self._tuples: Dict[int, Dict[str, List[Tuple[cst.BaseExpression, int]]]] = {}
 
     def ctx(self, scope: Optional[FuncInfo], env=None, inst=None) -> Ctx:
         """The context for ``scope``; one shared object when nothing is bound."""
@@ -264,6 +265,59 @@ class WorkerStarts:
             return [(v, module) for v in self.a.module_assigns.get(name, [])]
         return [(v, ctx) for v in self.a.module_assigns.get(name, [])]
 
+    def unpacked(self, name: str, ctx: Ctx) -> List[Tuple[cst.BaseExpression, int, Ctx]]:
+        """``a, b = value`` in the scope of ``ctx`` (or the module): (value, position of name, context)."""
+        scope = ctx.scope
+        if scope is not None and name not in ctx.env and name not in scope.params:
+            got = self._tuple_binds(scope).get(name)
+            if got:
+                return [(v, i, ctx) for v, i in got]
+            if name in scope.local_assigns:
+                return []
+            ctx = self.ctx(None)
+        elif scope is not None:
+            return []
+        return [(v, i, ctx) for v, i in self._tuple_binds(None).get(name, [])]
+
+    def _tuple_binds(self, scope: Optional[FuncInfo]) -> Dict[str, List[Tuple[cst.BaseExpression, int]]]:
+        key = id(scope)
+        got = self._tuples.get(key)
+        if got is None:
+            got = self._tuples[key] = {}
+            nodes = (
+                [s for s in self.a.module.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+                if scope is None
+                else [scope.node.body]
+            )
+            collector = _TupleAssigns(got, None if scope is None else scope.node)
+            for node in nodes:
+                node.visit(collector)
+        return got
+
+    def element_is_loader(self, value: cst.BaseExpression, index: int, ctx: Ctx, depth: int) -> bool:
+        """Element ``index`` of what ``value`` evaluates to is a DataLoader with workers."""
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(value, (cst.Tuple, cst.List)):
+            els = value.elements
+            if index < len(els) and not any(isinstance(e, cst.StarredElement) for e in els):
+                return self.is_loader(els[index].value, ctx, depth + 1)
+            return False
+        if isinstance(value, cst.Name):
+            return any(self.element_is_loader(v, index, c, depth + 1) for v, c in self.values(value.value, ctx))
+        if isinstance(value, cst.Call):
+            target = self.callee(value, ctx)
+            if target is None or target[1] is not None or id(target[0]) in self._stack:
+                return False
+            fn = target[0]
+            inner = self.ctx(fn, self.bind(fn, value, ctx, False))
+            self._stack.append(id(fn))
+            try:
+                return any(self.element_is_loader(r, index, inner, depth + 1) for r in _returns(fn))
+            finally:
+                self._stack.pop()
+        return False
+
     def attr_values(self, expr: cst.Attribute, ctx: Ctx) -> List[Tuple[cst.BaseExpression, Ctx]]:
         """Values stored in ``self.x`` by the methods of the class ``self`` stands for."""
         scope = ctx.scope
@@ -349,7 +403,9 @@ class WorkerStarts:
         if isinstance(expr, cst.Name):
             if expr.value in ctx.for_loaders:
                 return True
-            return any(self.is_loader(v, c, depth + 1) for v, c in self.values(expr.value, ctx))
+            if any(self.is_loader(v, c, depth + 1) for v, c in self.values(expr.value, ctx)):
+                return True
+            return any(self.element_is_loader(v, i, c, depth + 1) for v, i, c in self.unpacked(expr.value, ctx))
         if isinstance(expr, cst.Attribute):
             return any(self.is_loader(v, c, depth + 1) for v, c in self.attr_values(expr, ctx))
         if isinstance(expr, cst.Subscript):
@@ -546,6 +602,33 @@ class _Walker(cst.CSTVisitor):
             why = ws.function_starts(fn, node, ctx, inst, skip_self)
             if why is not None:
                 self.hits.append(Hit(f"calls {label}(), which {why.rstrip(',')},"))
+
+
+class _TupleAssigns(cst.CSTVisitor):
+    """``a, b = value`` statements of one scope: name -> [(value, position)]."""
+
+    def __init__(self, out: Dict[str, List[Tuple[cst.BaseExpression, int]]], own: Optional[cst.FunctionDef]) -> None:
+        self.out = out
+        self.own = own
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.own
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            target = t.target
+            if isinstance(target, (cst.Tuple, cst.List)) and not any(
+                isinstance(e, cst.StarredElement) for e in target.elements
+            ):
+                for i, el in enumerate(target.elements):
+                    if isinstance(el.value, cst.Name):
+                        self.out.setdefault(el.value.value, []).append((node.value, i))
 
 
 def _returns(fn: FuncInfo) -> List[cst.BaseExpression]:

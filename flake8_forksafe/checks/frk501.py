@@ -42,8 +42,11 @@ def restarted_workers(a: Analysis, lc: LoaderCall) -> Optional[str]:
     method = context_method(a, lc.arg("multiprocessing_context", 11), lc.site.func)
     if method not in RESTARTED:
         return None
-    if keyword(lc.node, "persistent_workers") is not None or any(arg.star == "**" for arg in lc.node.args):
-        return None  # set explicitly (even to False: a deliberate choice), or maybe in **kwargs
+    pw = keyword(lc.node, "persistent_workers")
+    if pw is not None and not (isinstance(pw.value, cst.Name) and pw.value.value == "False"):
+        return None  # True, or a value only known at run time
+    if pw is None and any(arg.star == "**" for arg in lc.node.args):
+        return None  # maybe in **kwargs
     return method
 
 

@@ -204,6 +204,8 @@ class Case:
         self.harness_files = probes.open_files()
         self.hook = probes.CudaInitHook()
         self.hook.install()
+        self.mmaps = probes.MmapTracker()
+        self.mmaps.install()
         self.fd_method = probes.probe_method()
         kind = self.spec["source"]["kind"]
         data_dir = os.path.join(self.tmp, "data")
@@ -325,7 +327,8 @@ class Case:
 
         probes = self.probes
         iterable = isinstance(wrapped, IterableDataset)
-        files = {fd: info for fd, info in probes.open_files().items() if self.harness_files.get(fd) != info}
+        files = {fd: info for fd, info in probes.open_files().items()
+                 if self.harness_files.get(fd) != info and not self.mmaps.owns(fd, info)}
         wrapped.fd_probe = probes.FdProbe(os.getpid(), files, self.fd_method, os.path.join(self.tmp, "fd.lock")) \
             if files else None
         if self.fd_method == "none":

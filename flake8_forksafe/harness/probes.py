@@ -261,6 +261,41 @@ class FdProbe:
         return found
 
 
+class MmapTracker:
+    """Records the private descriptor each ``mmap.mmap`` keeps (CPython dups the file's fd), so that
+    ``np.memmap`` / ``np.load(mmap_mode=...)`` are not reported: a mapping is safe to inherit, and the rule
+    catalogue says they are not handles. Installed in the harness process before the dataset exists."""
+
+    def __init__(self) -> None:
+        self.fds: Dict[int, Tuple[int, int]] = {}
+        self.installed = False
+
+    def install(self) -> None:
+        import mmap
+
+        if self.installed or not isinstance(mmap.mmap, type):
+            return
+        tracker = self
+        base = mmap.mmap
+
+        class _TrackedMmap(base):  # type: ignore[misc, valid-type]
+            def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+                before = set(open_files())
+                obj = super().__new__(cls, *args, **kwargs)
+                for fd, (dev, ino, _) in open_files().items():
+                    if fd not in before:
+                        tracker.fds[fd] = (dev, ino)
+                return obj
+
+        _TrackedMmap.__name__ = _TrackedMmap.__qualname__ = "mmap"
+        _TrackedMmap.__module__ = "mmap"
+        mmap.mmap = _TrackedMmap
+        self.installed = True
+
+    def owns(self, fd: int, info: Tuple[int, int, str]) -> bool:
+        return self.fds.get(fd) == (info[0], info[1])
+
+
 def offsets(fds) -> Dict[int, Optional[int]]:
     out: Dict[int, Optional[int]] = {}
     for fd in fds:
@@ -466,6 +501,7 @@ def _caller_outside_torch() -> str:
 __all__ = [
     "CudaInitHook",
     "FdProbe",
+    "MmapTracker",
     "ProbeIterable",
     "ProbeMap",
     "TagCollate",

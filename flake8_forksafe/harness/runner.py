@@ -420,7 +420,7 @@ _BOOT = (
     "sys.argv = [path] + sys.argv[3:]\n"
     "runpy.run_path(path, run_name='__main__')\n"
 )
-_BOOTSTRAP_MSG = "before the current process has finished its bootstrapping phase"
+_BOOTSTRAP_MSG = "bootstrapping phase"  # "... has finished its bootstrapping phase", wrapped and interleaved
 
 
 def check_script(path: Union[str, "os.PathLike[str]"], *, contexts: Iterable[str] = CONTEXTS,
@@ -441,7 +441,7 @@ def check_script(path: Union[str, "os.PathLike[str]"], *, contexts: Iterable[str
         for c in ctxs:
             pr = procs[c]
             rc = pr.wait(t0 + tos[c] + SETUP_ALLOWANCE / 2)
-            err = _tail(pr.err, 6000)
+            err = _tail(pr.err, 1 << 20)
             cr = ContextResult(c, OK)
             cr.seconds = pr.seconds
             if pr.timed_out:
@@ -449,7 +449,7 @@ def check_script(path: Union[str, "os.PathLike[str]"], *, contexts: Iterable[str
             elif rc != 0:
                 cr.verdict = FAILS
                 cr.error = _last_error_line(err) or ErrorInfo("exit status", str(rc))
-                if _BOOTSTRAP_MSG in err:
+                if _BOOTSTRAP_MSG in " ".join(err.split()):
                     cr.findings.append(Finding("reran_main", (
                         "a worker re-ran the script's top level: \"An attempt has been made to start a new "
                         "process before the current process has finished its bootstrapping phase\" (no "

@@ -110,6 +110,36 @@ def test_methods_containers_and_loops():
     assert findings(src) == [(20, 0, "safe"), (22, 0, "safe"), (23, 0, "safe")]
 
 
+def test_loaders_unpacked_from_a_factory():
+    src = """
+    from torch.utils.data import DataLoader
+
+
+    def get_loaders(workers=2):
+        train = DataLoader(range(8), num_workers=workers)
+        val = DataLoader(range(8), num_workers=0)
+        return train, val
+
+
+    def main():
+        tr, va = get_loaders()
+        for b in va:
+            pass
+        a0, b0 = get_loaders(0)
+        for b in a0:
+            pass
+
+
+    train_loader, val_loader = get_loaders()
+    for b in val_loader:
+        pass
+    main()
+    for b in train_loader:
+        pass
+    """
+    assert findings(src) == [(24, 0, "safe")]
+
+
 def test_processes_pools_and_spawn():
     src = """
     import multiprocessing as mp

@@ -46,18 +46,21 @@ def test_off_by_default():
         "DataLoader(range(4), num_workers=n, multiprocessing_context=mp.get_context('spawn'))",
         "DataLoader(range(4), 1, False, None, None, 3, multiprocessing_context=CTX)",
         "DataLoader(range(4), num_workers=2, multiprocessing_context=mp.get_context(method='spawn'))",
+        # an explicit False is "without persistent_workers=True" too
+        "DataLoader(range(4), num_workers=2, multiprocessing_context='spawn', persistent_workers=False)",
+        "DataLoader(range(4), num_workers=2, multiprocessing_context='spawn', persistent_workers=False, **KW)",
     ],
 )
 def test_flagged(call):
-    src = HEAD + "CTX = mp.get_context('spawn')\nn = 4\ndl = " + call + "\n"
-    assert findings(src) == [(5, 5, "safe")]
+    src = HEAD + "CTX = mp.get_context('spawn')\nn = 4\nKW = {}\ndl = " + call + "\n"
+    assert findings(src) == [(6, 5, "safe")]
 
 
 @pytest.mark.parametrize(
     "call",
     [
         "DataLoader(range(4), num_workers=2, multiprocessing_context='spawn', persistent_workers=True)",
-        "DataLoader(range(4), num_workers=2, multiprocessing_context='spawn', persistent_workers=False)",
+        "DataLoader(range(4), num_workers=2, multiprocessing_context='spawn', persistent_workers=n > 0)",
         "DataLoader(range(4), num_workers=2, multiprocessing_context='spawn', **KW)",
         "DataLoader(range(4), num_workers=0, multiprocessing_context='spawn')",
         "DataLoader(range(4), multiprocessing_context='spawn')",
@@ -68,7 +71,7 @@ def test_flagged(call):
     ],
 )
 def test_not_flagged(call):
-    src = HEAD + "KW = {}\nARGS = None\nmp.set_start_method('spawn', force=True)\ndl = " + call + "\n"
+    src = HEAD + "KW = {}\nARGS = None\nn = 2\nmp.set_start_method('spawn', force=True)\ndl = " + call + "\n"
     assert findings(src) == []
 
 
@@ -78,6 +81,10 @@ def test_not_flagged(call):
         (
             "DataLoader(ds, num_workers=2, multiprocessing_context='spawn')",
             "DataLoader(ds, num_workers=2, multiprocessing_context='spawn', persistent_workers=True)",
+        ),
+        (
+            "DataLoader(ds, num_workers=2, persistent_workers=False, multiprocessing_context='spawn')",
+            "DataLoader(ds, num_workers=2, persistent_workers=True, multiprocessing_context='spawn')",
         ),
         (
             "DataLoader(ds,\n           num_workers = 2, multiprocessing_context = 'spawn')",
