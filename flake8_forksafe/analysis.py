@@ -713,7 +713,10 @@ class Analysis:
         return self.closure(cls, [r for r in roots if r is not None])
 
     def worker_side(self, cls: ClassInfo) -> List[FuncInfo]:
-        roots = [self.resolve_method(cls, n) for n in WORKER_ROOTS]
+        names = WORKER_ROOTS
+        if any((q or "").endswith("DataPipe") for c in self.mro(cls) for q in c.base_qnames):
+            names = names + ("reset",)  # a datapipe's reset() runs in each worker when iteration starts
+        roots = [self.resolve_method(cls, n) for n in names]
         return self.closure(cls, [r for r in roots if r is not None])
 
     @cached_property

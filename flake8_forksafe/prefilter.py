@@ -85,7 +85,7 @@ def ast_gate(tree: ast.AST, k: Knowledge) -> bool:
         if isinstance(node, ast.ClassDef):
             for b in node.bases:
                 name = real(_last(b))
-                if datasetish(name) or loaderish(name):
+                if datasetish(name) or loaderish(name) or name in MP_CALLS:  # class W(mp.Process)
                     return True
         elif isinstance(node, ast.Call):
             name = real(_last(node.func))

@@ -118,7 +118,17 @@ class Keeper:
         q = self.a.qualify(call.func)
         if q is not None and q in self.functions:
             return True
-        return isinstance(call.func, cst.Attribute) and call.func.attr.value in self.methods
+        f = call.func
+        if not isinstance(f, cst.Attribute):
+            return False
+        if f.attr.value in self.methods:
+            return True
+        # A lower-case method of an object (not a module: `functools.partial`, `np.vectorize` and
+        # classes such as `T.Lambda` keep their argument) returns a value computed with the lambda:
+        # `self.first = self.transform.get_index_of_first(lambda t: ...)`.
+        recv = f.value
+        on_module = isinstance(recv, cst.Name) and self.a.is_module_alias(recv.value)
+        return not on_module and f.attr.value[:1].islower()
 
     def _walk(self, e, scope, hint, lam, depth, seen: Set[int], out: List[Leaf]) -> None:
         if e is None or depth > self.MAX_DEPTH or id(e) in seen:
