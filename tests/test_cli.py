@@ -294,3 +294,16 @@ def test_force_exclude_applies_to_named_files(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.flake8-forksafe]\nforce-exclude = true\nextend-exclude = ["gen_*.py"]\n')
     (tmp_path / "gen_a.py").write_text(HAZARD)
     assert forksafe("check", "--no-cache", "gen_a.py", cwd=tmp_path).returncode == 0
+
+
+def test_readme_and_docs_cover_every_rule():
+    from flake8_forksafe.checks import ALL_RULES
+    from tests.helpers import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    for r in ALL_RULES:
+        assert f"[{r.code}](docs/rules/{r.code}.md)" in readme
+        doc = (ROOT / "docs" / "rules" / f"{r.code}.md").read_text()
+        assert doc.startswith(f"# {r.code}")
+        for section in ("## What it does", "## Why is this bad", "## Example", "## Fix safety"):
+            assert section in doc, f"{r.code}.md lacks {section}"
