@@ -148,6 +148,30 @@ def is_main_guard(node: cst.CSTNode) -> bool:
     return pair == {"__name__", "__main__"}
 
 
+def is_docstring(stmt: cst.CSTNode) -> bool:
+    """A statement line holding only a string literal (the docstring, where it comes first)."""
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def container_elements(value: Optional[cst.BaseExpression]) -> Optional[List[cst.BaseExpression]]:
+    """The element expressions of a container display or comprehension (a dict's values); None
+    when ``value`` is neither."""
+    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+        return [e.value for e in value.elements]
+    if isinstance(value, cst.Dict):
+        return [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+    if isinstance(value, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        return [value.elt]
+    if isinstance(value, cst.DictComp):
+        return [value.value]
+    return None
+
+
 # --------------------------------------------------------------------------------------------------
 # the index
 
@@ -874,15 +898,7 @@ def _stored_values(value: Optional[cst.BaseExpression]) -> List[cst.BaseExpressi
     """The value itself and, for a container display or comprehension, its element expressions."""
     if value is None:
         return []
-    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
-        return [value] + [e.value for e in value.elements]
-    if isinstance(value, cst.Dict):
-        return [value] + [e.value for e in value.elements if isinstance(e, cst.DictElement)]
-    if isinstance(value, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
-        return [value, value.elt]
-    if isinstance(value, cst.DictComp):
-        return [value, value.value]
-    return [value]
+    return [value] + (container_elements(value) or [])
 
 
 class _IdSet:
@@ -1148,16 +1164,7 @@ def kept_handles(a: Analysis, sa: SelfAssign, fn: FuncInfo) -> List[KeptHandle]:
             return []
         return [KeptHandle(hit[0], hit[1], direct=hit[2] and sa.kind == "assign", container=sa.kind == "container")]
     out: List[KeptHandle] = []
-    elements: List[cst.BaseExpression] = []
-    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
-        elements = [e.value for e in value.elements]
-    elif isinstance(value, cst.Dict):
-        elements = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
-    elif isinstance(value, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
-        elements = [value.elt]
-    elif isinstance(value, cst.DictComp):
-        elements = [value.value]
-    for el in elements:
+    for el in container_elements(value) or []:
         hit = handle_source(a, el, fn)
         if hit is not None:
             out.append(KeptHandle(hit[0], hit[1], direct=False, container=True))
@@ -1203,6 +1210,16 @@ def param_default(scope: Optional[FuncInfo], name: str) -> Optional[cst.BaseExpr
             return None
         f = f.parent
     return None
+
+
+def bound_in_scope(fn: Optional[FuncInfo], name: str) -> bool:
+    """``name`` is a parameter or a local of ``fn`` or of a function enclosing it."""
+    f = fn
+    while f is not None:
+        if name in f.params or name in f.local_assigns:
+            return True
+        f = f.parent
+    return False
 
 
 def is_none(node: Optional[cst.BaseExpression]) -> bool:

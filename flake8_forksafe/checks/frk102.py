@@ -7,7 +7,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from flake8_forksafe.analysis import Analysis, FuncInfo, _is_data_slice, factory_of
+from flake8_forksafe.analysis import Analysis, FuncInfo, _is_data_slice, bound_in_scope, factory_of
 from flake8_forksafe.engine import Report, Rule
 
 
@@ -190,7 +190,7 @@ class DS(Dataset):
         for where, fn in users:
             loads = _reads(fn).names
             for name in sorted(loads & set(handles)):
-                if name in reported or name in reopened or _shadowed(fn, name):
+                if name in reported or name in reopened or bound_in_scope(fn, name):
                     continue
                 reported.add(name)
                 h = handles[name]
@@ -201,12 +201,3 @@ class DS(Dataset):
                     f"(lazily in the dataset, PID-checked, or in worker_init_fn)",
                     fixable=False,
                 )
-
-
-def _shadowed(fn: FuncInfo, name: str) -> bool:
-    f: Optional[FuncInfo] = fn
-    while f is not None:
-        if name in f.local_assigns or name in f.params:
-            return True
-        f = f.parent
-    return False

@@ -7,7 +7,15 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
-from flake8_forksafe.analysis import Analysis, ClassInfo, FuncInfo, no_worker_processes, positional, string_value
+from flake8_forksafe.analysis import (
+    Analysis,
+    ClassInfo,
+    FuncInfo,
+    is_docstring,
+    no_worker_processes,
+    positional,
+    string_value,
+)
 from flake8_forksafe.checks.frk201 import collect, local_definition, qualname, top_of
 from flake8_forksafe.engine import SAFE, Example, Report, Rule
 
@@ -319,14 +327,5 @@ class _Renamer(cst.CSTTransformer):
 def _prepend(fn: cst.FunctionDef, lines: List[cst.SimpleStatementLine]) -> cst.FunctionDef:
     """Put statements at the start of a function body, after its docstring."""
     body = list(fn.body.body)
-    at = 1 if body and _is_docstring(body[0]) else 0
+    at = 1 if body and is_docstring(body[0]) else 0
     return fn.with_changes(body=fn.body.with_changes(body=body[:at] + list(lines) + body[at:]))
-
-
-def _is_docstring(stmt: cst.CSTNode) -> bool:
-    return (
-        isinstance(stmt, cst.SimpleStatementLine)
-        and len(stmt.body) == 1
-        and isinstance(stmt.body[0], cst.Expr)
-        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )

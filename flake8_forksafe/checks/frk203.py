@@ -7,7 +7,7 @@ from typing import Iterator, List, Optional
 
 import libcst as cst
 
-from flake8_forksafe.analysis import Analysis, ClassInfo, FuncInfo, SelfAssign, self_attr
+from flake8_forksafe.analysis import Analysis, ClassInfo, FuncInfo, SelfAssign, bound_in_scope, container_elements, self_attr
 from flake8_forksafe.engine import SAFE, Example, Report, Rule
 from flake8_forksafe.fixes.lazy_handle import (
     LazyPlan,
@@ -61,20 +61,11 @@ def _classify(a: Analysis, value: Optional[cst.BaseExpression], fn: FuncInfo, de
             for v in fn.local_assigns.get(name, []):
                 out += [Hit(h.node, h.label, h.kind, False) for h in _classify(a, v, fn, depth + 1)]
             return out
-        if a.is_module_object(value) and not _bound_locally(fn, name):
+        if a.is_module_object(value) and not bound_in_scope(fn, name):
             return [Hit(value, f"the module {a.aliases.get(name, name)}", "module", False)]
         return []
-    elements: List[cst.BaseExpression] = []
-    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
-        elements = [e.value for e in value.elements]
-    elif isinstance(value, cst.Dict):
-        elements = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
-    elif isinstance(value, (cst.ListComp, cst.SetComp)):
-        elements = [value.elt]
-    elif isinstance(value, cst.DictComp):
-        elements = [value.value]
     out = []
-    for el in elements:
+    for el in container_elements(value) or []:  # a generator expression was answered above
         out += [Hit(h.node, h.label, h.kind, False) for h in _classify(a, el, fn, depth + 1)]
     return out
 
@@ -89,15 +80,6 @@ def _with_referenced_methods(a: Analysis, cls: ClassInfo, fns: List[FuncInfo]) -
             if m is not None:
                 refs.append(m)
     return a.closure(cls, list(fns) + refs)
-
-
-def _bound_locally(fn: FuncInfo, name: str) -> bool:
-    f: Optional[FuncInfo] = fn
-    while f is not None:
-        if name in f.params or name in f.local_assigns:
-            return True
-        f = f.parent
-    return False
 
 
 class UnpicklableObjectOnDataset(Rule):

@@ -21,6 +21,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
+from flake8_forksafe.analysis import is_docstring
+
 COMPS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef) + COMPS
 Scope = Union[cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp]
@@ -786,19 +788,10 @@ def _is_import_line(stmt: cst.CSTNode) -> bool:
     )
 
 
-def _is_docstring(stmt: cst.CSTNode) -> bool:
-    return (
-        isinstance(stmt, cst.SimpleStatementLine)
-        and len(stmt.body) == 1
-        and isinstance(stmt.body[0], cst.Expr)
-        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
-
-
 def import_insert_index(body: Sequence[cst.CSTNode]) -> int:
     """After the module's first run of import lines (after a docstring and ``from __future__``), or
     after the docstring when the module imports nothing before its first definition."""
-    start = 1 if body and _is_docstring(body[0]) else 0
+    start = 1 if body and is_docstring(body[0]) else 0
     for k in range(start, len(body)):
         if _is_import_line(body[k]):
             while k < len(body) and _is_import_line(body[k]):

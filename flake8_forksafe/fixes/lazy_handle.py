@@ -33,9 +33,11 @@ from flake8_forksafe.analysis import (
     KeptHandle,
     SelfAssign,
     attrs_tested,
+    container_elements,
     dotted,
     factory_of,
     handle_source,
+    is_docstring,
     self_attr,
     string_value,
 )
@@ -406,14 +408,9 @@ def helper_handles(a: Analysis, sa: SelfAssign, fn: FuncInfo) -> List[KeptHandle
     value = sa.value
     container = sa.kind == "container"
     elements: List[cst.BaseExpression] = []
-    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
-        elements, container = [e.value for e in value.elements], True
-    elif isinstance(value, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
-        elements, container = [value.elt], True
-    elif isinstance(value, cst.DictComp):
-        elements, container = [value.value], True
-    elif isinstance(value, cst.Dict):
-        elements, container = [e.value for e in value.elements if isinstance(e, cst.DictElement)], True
+    stored = container_elements(value)
+    if stored is not None:
+        elements, container = stored, True
     elif value is not None:
         elements = [value]
     out: List[KeptHandle] = []
@@ -588,7 +585,7 @@ def ensure_imports(module: cst.Module, names: Sequence[str]) -> cst.Module:
     body = list(module.body)
     insert_at = 0
     for i, s in enumerate(body):
-        if i == 0 and _is_docstring(s):
+        if i == 0 and is_docstring(s):
             insert_at = 1
             continue
         if isinstance(s, cst.SimpleStatementLine) and all(
@@ -604,15 +601,6 @@ def ensure_imports(module: cst.Module, names: Sequence[str]) -> cst.Module:
 
 def _name_expr(name: str) -> Union[cst.Name, cst.Attribute]:
     return cst.parse_expression(name)  # type: ignore[return-value]
-
-
-def _is_docstring(s: cst.CSTNode) -> bool:
-    return (
-        isinstance(s, cst.SimpleStatementLine)
-        and len(s.body) == 1
-        and isinstance(s.body[0], cst.Expr)
-        and isinstance(s.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
 
 
 def line_of(fn: FuncInfo, small: cst.CSTNode) -> Optional[cst.SimpleStatementLine]:
@@ -697,6 +685,28 @@ class LazyPlan:
         return Names(self.attr)
 
 
+def assignment_line(
+    fn: FuncInfo, sa: SelfAssign, value: cst.BaseExpression, what: str
+) -> Union[cst.SimpleStatementLine, str]:
+    """The statement line of ``self.attr = value`` when the fix can replace it (``value`` is the
+    whole value of a plain, unmangled ``=`` assignment); else why not (``what`` names the value)."""
+    if sa.attr.startswith("__"):
+        return "the attribute name is mangled"
+    small = sa.stmt
+    if isinstance(small, cst.Assign):
+        if len(small.targets) != 1 or small.value is not value:
+            return f"the {what} is not the whole assigned value"
+    elif isinstance(small, cst.AnnAssign):
+        if small.value is not value:
+            return f"the {what} is not the whole assigned value"
+    else:
+        return "the value is not assigned with ="
+    line = line_of(fn, small)
+    if line is None:
+        return "the assignment is not a plain statement"
+    return line
+
+
 def _getstate_copy_line(fn: FuncInfo) -> Optional[Tuple[cst.SimpleStatementLine, str]]:
     """``state = self.__dict__.copy()`` (or ``dict(self.__dict__)``, ``copy.copy(...)``,
     ``{**self.__dict__}``, ``vars(self).copy()``) as a top-level statement of ``fn``, assigned once."""
@@ -778,21 +788,27 @@ def _harmless_mentions(fn: FuncInfo, attr: str, state: str) -> bool:
     return ok
 
 
-def _has_slots(cls: ClassInfo) -> bool:
+def class_body_binds(cls: ClassInfo, name: str) -> bool:
+    """The class body assigns ``name`` itself (``__slots__ = ...``, ``rng: Any = None``)."""
     body = cls.node.body
     if not isinstance(body, cst.IndentedBlock):
-        return True
+        return False
     for stmt in body.body:
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
-                targets = []
+                targets: List[cst.BaseExpression] = []
                 if isinstance(small, cst.Assign):
                     targets = [t.target for t in small.targets]
                 elif isinstance(small, cst.AnnAssign):
                     targets = [small.target]
-                if any(isinstance(t, cst.Name) and t.value == "__slots__" for t in targets):
+                if any(isinstance(t, cst.Name) and t.value == name for t in targets):
                     return True
     return False
+
+
+def _has_slots(cls: ClassInfo) -> bool:
+    """``__slots__`` in the class body (a one-line body counts: the fix cannot add members to it)."""
+    return not isinstance(cls.node.body, cst.IndentedBlock) or class_body_binds(cls, "__slots__")
 
 
 def _getstate_plan(
@@ -826,20 +842,10 @@ def plan_lazy(
         return "the class is defined inside a function"
     if owner is None or not fn.is_method or not fn.self_name:
         return "it is not assigned in a method"
-    if attr.startswith("__"):
-        return "the attribute name is mangled"
+    line = assignment_line(fn, sa, call, "call")
+    if isinstance(line, str):
+        return line
     small = sa.stmt
-    if isinstance(small, cst.Assign):
-        if len(small.targets) != 1 or small.value is not call:
-            return "the call is not the whole assigned value"
-    elif isinstance(small, cst.AnnAssign):
-        if small.value is not call:
-            return "the call is not the whole assigned value"
-    else:
-        return "the value is not assigned with ="
-    line = line_of(fn, small)
-    if line is None:
-        return "the assignment is not a plain statement"
     names = Names(attr)
     related = related_classes(a, owner)
     for c in related:
@@ -1012,19 +1018,78 @@ def _members(module: cst.Module, plan: LazyPlan, new_args: List[str]) -> List[st
     return out
 
 
-def _getstate_code(module: cst.Module, keys: List[str]) -> str:
-    ind = module.default_indent
-    body = [
-        '"""Leave the per-process objects out of the pickle: each process makes its own on first use."""',
-        "state = self.__dict__.copy()",
-        *[f'state.pop("{k}", None)' for k in keys],
-        "return state",
-    ]
-    return "def __getstate__(self):\n" + "".join(f"{ind}{x}\n" for x in body)
-
-
 def _with_blank_line(stmt: cst.BaseStatement) -> cst.BaseStatement:
     return stmt.with_changes(leading_lines=[cst.EmptyLine(indent=False)])  # type: ignore[call-arg]
+
+
+def _getstate_home(a: Analysis, owner: ClassInfo, adders: Sequence[ClassInfo]) -> ClassInfo:
+    """The class that gets the new ``__getstate__``: ``owner``, or its most basic same-file base
+    that gets one in this round too (``adders``; a subclass's own would hide the base's)."""
+    home = owner
+    for c in adders:
+        if c is not home and c in a.mro(home):
+            home = c
+    return home
+
+
+class ClassRewrite(cst.CSTTransformer):
+    """What the per-process rewrites (lazy handles, PID checks, per-worker RNGs) share: lines that
+    reset attributes, added to existing ``__getstate__`` functions right after their
+    ``state = self.__dict__.copy()`` line, and members appended to classes (properties, a new
+    ``__getstate__`` with the ``getstate_doc`` docstring)."""
+
+    getstate_doc = ""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.extends: Dict[int, Tuple[cst.SimpleStatementLine, List[str]]] = {}  # getstate node -> (copy line, lines)
+        self.members: Dict[int, List[str]] = {}  # class node -> member sources
+        self.new_getstate: Dict[int, List[Tuple[str, str]]] = {}  # class node -> reset ops of its new __getstate__
+
+    def add_resets(
+        self,
+        extend: Sequence[Tuple[FuncInfo, cst.SimpleStatementLine, str]],
+        ops: Sequence[Tuple[str, str]],
+        home: Optional[ClassInfo],
+    ) -> None:
+        """Reset ``ops`` (see ``_reset_src``) in the existing ``__getstate__`` functions ``extend``
+        and, when ``home`` is given, in the new ``__getstate__`` of ``home``; each line once."""
+        for g, line, var in extend:
+            entry = self.extends.setdefault(id(g.node), (line, []))
+            for op in ops:
+                src = _reset_src(var, op)
+                if src not in entry[1]:
+                    entry[1].append(src)
+        if home is not None:
+            lst = self.new_getstate.setdefault(id(home.node), [])
+            lst.extend(op for op in ops if op not in lst)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        key = id(original_node)
+        if key not in self.extends:
+            return updated_node
+        copy_line, srcs = self.extends[key]
+        body = list(updated_node.body.body)
+        # the copy line itself is unchanged by the rewrites: find it by position
+        idx = next(i for i, s in enumerate(original_node.body.body) if s is copy_line)
+        body[idx + 1 : idx + 1] = [_stmt(src, self.module) for src in srcs]
+        return updated_node.with_changes(body=updated_node.body.with_changes(body=body))
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
+        key = id(original_node)
+        members = list(self.members.get(key, []))
+        ops = self.new_getstate.get(key)
+        if ops:
+            ind = self.module.default_indent
+            body = [f'"""{self.getstate_doc}"""', "state = self.__dict__.copy()"]
+            body += [_reset_src("state", op) for op in ops] + ["return state"]
+            members.append("def __getstate__(self):\n" + "".join(f"{ind}{x}\n" for x in body))
+        if not members:
+            return updated_node
+        new = [_with_blank_line(_stmt(m, self.module)) for m in members]
+        block = updated_node.body
+        assert isinstance(block, cst.IndentedBlock)
+        return updated_node.with_changes(body=block.with_changes(body=[*block.body, *new]))
 
 
 def _append_before_return(block: cst.IndentedBlock, new: Sequence[cst.BaseStatement]) -> cst.IndentedBlock:
@@ -1042,21 +1107,21 @@ def _append_before_return(block: cst.IndentedBlock, new: Sequence[cst.BaseStatem
     return block.with_changes(body=body)
 
 
-class _LazyTransformer(cst.CSTTransformer):
+class _LazyTransformer(ClassRewrite):
+    getstate_doc = "Leave the per-process objects out of the pickle: each process makes its own on first use."
+
     def __init__(self, a: Analysis, plans: Sequence[LazyPlan]) -> None:
         module = a.module
+        super().__init__(module)
         self.a = a
-        self.module = module
         self.plans = list(plans)
         self.by_line: Dict[int, List[LazyPlan]] = {}
         for p in self.plans:
             self.by_line.setdefault(id(p.line), []).append(p)
         self.closes: Dict[int, List[str]] = {}  # __init__ node -> close calls to append
         self.self_name: Dict[int, str] = {}
-        self.extends: Dict[int, Tuple[cst.SimpleStatementLine, List[str]]] = {}  # getstate node ->
-        self.members: Dict[int, List[str]] = {}  # class node -> member sources
-        self.new_getstate: Dict[int, List[str]] = {}  # class node -> keys
         self.new_args: Dict[int, Tuple[List[str], List[str], List[str]]] = {}
+        adders = [p.owner for p in self.plans if p.add_getstate]
         for p in self.plans:
             split = _split_args(module, p)
             self.new_args[id(p)] = split
@@ -1067,22 +1132,8 @@ class _LazyTransformer(cst.CSTTransformer):
                 if n.close not in calls:
                     calls.append(n.close)
                 self.self_name[id(init.node)] = init.self_name or "self"
-            keys = [n.state, n.pid]
-            for g, line, var in p.extend:
-                entry = self.extends.setdefault(id(g.node), (line, []))
-                entry[1].extend(f'{var}.pop("{k}", None)' for k in keys if f'{var}.pop("{k}", None)' not in entry[1])
-            if p.add_getstate:
-                ks = self.new_getstate.setdefault(id(self._getstate_home(p)), [])
-                ks.extend(k for k in keys if k not in ks)
-
-    def _getstate_home(self, plan: LazyPlan) -> cst.ClassDef:
-        """The class that gets the new ``__getstate__``: the owner, or its most basic same-file base
-        that gets one in this round too (a subclass's own would hide the base's)."""
-        home = plan.owner
-        for p in self.plans:
-            if p.add_getstate and p.owner is not home and p.owner in self.a.mro(home):
-                home = p.owner
-        return home.node
+            home = _getstate_home(self.a, p.owner, adders) if p.add_getstate else None
+            self.add_resets(p.extend, [("pop", n.state), ("pop", n.pid)], home)
 
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
@@ -1110,13 +1161,7 @@ class _LazyTransformer(cst.CSTTransformer):
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         key = id(original_node)
-        if key in self.extends:
-            copy_line, pops = self.extends[key]
-            body = list(updated_node.body.body)
-            # the copy line itself is unchanged by this transformer: find it by position
-            idx = next(i for i, s in enumerate(original_node.body.body) if s is copy_line)
-            body[idx + 1 : idx + 1] = [_stmt(p, self.module) for p in pops]
-            updated_node = updated_node.with_changes(body=updated_node.body.with_changes(body=body))
+        updated_node = super().leave_FunctionDef(original_node, updated_node)
         if key in self.closes:
             me = self.self_name[key]
             new = [
@@ -1124,18 +1169,6 @@ class _LazyTransformer(cst.CSTTransformer):
             ]
             updated_node = updated_node.with_changes(body=_append_before_return(updated_node.body, new))
         return updated_node
-
-    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
-        key = id(original_node)
-        members = list(self.members.get(key, []))
-        if key in self.new_getstate:
-            members.append(_getstate_code(self.module, self.new_getstate[key]))
-        if not members:
-            return updated_node
-        new = [_with_blank_line(_stmt(m, self.module)) for m in members]
-        body = updated_node.body
-        assert isinstance(body, cst.IndentedBlock)
-        return updated_node.with_changes(body=body.with_changes(body=[*body.body, *new]))
 
 
 def apply_lazy(a: Analysis, plans: Sequence[LazyPlan]) -> cst.Module:
@@ -1272,33 +1305,21 @@ def _set_to_none(a: Analysis, owner: ClassInfo, attr: str) -> bool:
     )
 
 
-class _PidTransformer(cst.CSTTransformer):
+class _PidTransformer(ClassRewrite):
+    getstate_doc = "Pickle without the open handles: each process opens its own on first use."
+
     def __init__(self, a: Analysis, plans: Sequence[PidPlan]) -> None:
-        module = a.module
-        self.module = module
+        super().__init__(a.module)
         self.ifs: Dict[int, List[PidPlan]] = {}
         self.lines: Dict[int, PidPlan] = {}
-        self.extends: Dict[int, Tuple[cst.SimpleStatementLine, List[str]]] = {}
-        self.new_getstate: Dict[int, List[Tuple[str, str]]] = {}
+        adders = [q.owner for q in plans if q.add_getstate and q.resets]
         for p in plans:
             if p.add_pid and p.if_node is not None and p.line is not None:
                 self.ifs.setdefault(id(p.if_node), []).append(p)
                 self.lines[id(p.line)] = p
             if p.resets:
-                ops = _reset_ops(p)
-                for g, line, var in p.extend:
-                    entry = self.extends.setdefault(id(g.node), (line, []))
-                    for op in ops:
-                        src = _reset_src(var, op)
-                        if src not in entry[1]:
-                            entry[1].append(src)
-                if p.add_getstate:
-                    home = p.owner  # a subclass's own __getstate__ would hide its base's
-                    for q in plans:
-                        if q.add_getstate and q.resets and q.owner is not home and q.owner in a.mro(home):
-                            home = q.owner
-                    lst = self.new_getstate.setdefault(id(home.node), [])
-                    lst.extend(op for op in ops if op not in lst)
+                home = _getstate_home(a, p.owner, adders) if p.add_getstate else None
+                self.add_resets(p.extend, _reset_ops(p), home)
 
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
         plans = self.ifs.get(id(original_node))
@@ -1338,33 +1359,6 @@ class _PidTransformer(cst.CSTTransformer):
         before = before.with_changes(leading_lines=updated_node.leading_lines)
         after = _stmt(f"{me}.{n.pid} = os.getpid()", self.module)
         return cst.FlattenSentinel([before, updated_node.with_changes(leading_lines=[]), after])
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
-        key = id(original_node)
-        if key not in self.extends:
-            return updated_node
-        copy_line, srcs = self.extends[key]
-        body = list(updated_node.body.body)
-        idx = next(i for i, s in enumerate(original_node.body.body) if s is copy_line)
-        body[idx + 1 : idx + 1] = [_stmt(s, self.module) for s in srcs]
-        return updated_node.with_changes(body=updated_node.body.with_changes(body=body))
-
-    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
-        ops = self.new_getstate.get(id(original_node))
-        if not ops:
-            return updated_node
-        ind = self.module.default_indent
-        body = [
-            '"""Pickle without the open handles: each process opens its own on first use."""',
-            "state = self.__dict__.copy()",
-            *[_reset_src("state", op) for op in ops],
-            "return state",
-        ]
-        code = "def __getstate__(self):\n" + "".join(f"{ind}{x}\n" for x in body)
-        block = updated_node.body
-        assert isinstance(block, cst.IndentedBlock)
-        new = _with_blank_line(_stmt(code, self.module))
-        return updated_node.with_changes(body=block.with_changes(body=[*block.body, new]))
 
 
 def _reset_ops(p: PidPlan) -> List[Tuple[str, str]]:

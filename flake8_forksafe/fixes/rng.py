@@ -1,30 +1,12 @@
 """RNG objects kept on a dataset (FRK601): the facts the check needs, and the per-worker lazy RNG fix.
 
-What the fix produces for ``self.rng = np.random.default_rng(seed)`` in ``__init__``::
-
-    def __init__(self, n, seed=0):
-        self._rng_seed = seed                 # the original seed expression, evaluated where it was
-
-    @property
-    def rng(self):
-        \"\"\"np.random.default_rng() of this process, seeded per DataLoader worker.\"\"\"
-        if getattr(self, "_rng_pid", None) != os.getpid():
-            info = torch.utils.data.get_worker_info()
-            seed = self._rng_seed if info is None else info.seed
-            self._rng = np.random.default_rng(seed)
-            self._rng_pid = os.getpid()
-        return self._rng
-
-    @rng.setter
-    def rng(self, value):
-        self._rng = value
-        self._rng_pid = os.getpid()
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state.pop("_rng", None)
-        state.pop("_rng_pid", None)
-        return state
+What the fix produces for ``self.rng = np.random.default_rng(seed)`` in ``__init__`` is the
+expected fix of ``RngCreatedInInit.INVALID`` in ``checks/frk601.py`` (tests/test_rule_examples.py
+checks it to the letter; docs/rules/FRK601.md shows it): ``__init__`` keeps ``self._rng_seed = seed``
+(the original seed expression, evaluated where it was); ``rng`` becomes a property that builds
+``self._rng`` whenever ``os.getpid()`` differs from ``self._rng_pid`` (seeded with ``self._rng_seed``
+in the main process, ``get_worker_info().seed`` in a worker), with a setter; ``__getstate__`` pops
+``_rng`` and ``_rng_pid``.
 
 - every ``self.rng.<method>(...)`` keeps working unchanged; an assignment ``ds.rng = ...`` goes through
   the setter;
@@ -58,6 +40,7 @@ from flake8_forksafe.analysis import (
     ClassInfo,
     FuncInfo,
     SelfAssign,
+    container_elements,
     dotted,
     keyword,
     positional,
@@ -65,14 +48,15 @@ from flake8_forksafe.analysis import (
     string_value,
 )
 from flake8_forksafe.fixes.lazy_handle import (
+    ClassRewrite,
     Names,
     _getstate_plan,
     _has_slots,
     _local_import,
-    _stmt,
-    _with_blank_line,
+    _small,
+    assignment_line,
+    class_body_binds,
     ensure_imports,
-    line_of,
     module_level_names,
     related_classes,
 )
@@ -140,17 +124,8 @@ def kept_rngs(a: Analysis, sa: SelfAssign, fn: FuncInfo) -> List[KeptRng]:
     hit = rng_source(a, value, fn)
     if hit is not None:
         return [KeptRng(hit[0], hit[1], hit[2], hit[3] and sa.kind == "assign", sa.kind == "container")]
-    elements: List[cst.BaseExpression] = []
-    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
-        elements = [e.value for e in value.elements]
-    elif isinstance(value, cst.Dict):
-        elements = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
-    elif isinstance(value, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
-        elements = [value.elt]
-    elif isinstance(value, cst.DictComp):
-        elements = [value.value]
     out = []
-    for el in elements:
+    for el in container_elements(value) or []:
         hit = rng_source(a, el, fn)
         if hit is not None:
             out.append(KeptRng(hit[0], hit[1], hit[2], False, True))
@@ -329,19 +304,10 @@ def plan_rng(a: Analysis, fn: FuncInfo, sa: SelfAssign, kept: KeptRng) -> Union[
         return "it is not assigned in a method"
     if owner.in_function is not None:
         return "the class is defined inside a function"
-    if attr.startswith("__"):
-        return "the attribute name is mangled"
-    small = sa.stmt
-    if isinstance(small, cst.Assign):
-        if len(small.targets) != 1 or small.value is not kept.expr:
-            return "the RNG is not the whole assigned value"
-    elif isinstance(small, cst.AnnAssign):
-        if small.value is not kept.expr:
-            return "the RNG is not the whole assigned value"
-    else:
-        return "the value is not assigned with ="
-    if line_of(fn, small) is None:
-        return "the assignment is not a plain statement"
+    line = assignment_line(fn, sa, kept.expr, "RNG")
+    if isinstance(line, str):
+        return line
+    small = sa.stmt  # an Assign or AnnAssign: assignment_line checked it
     slot = _seed_slot(a, kept)
     if slot is None:
         return "the seed cannot be located"
@@ -371,7 +337,7 @@ def plan_rng(a: Analysis, fn: FuncInfo, sa: SelfAssign, kept: KeptRng) -> Union[
     for c in related_classes(a, owner):
         if _has_slots(c):
             return f"{c.name} defines __slots__"
-        if attr in c.methods or _class_level(c, attr):
+        if attr in c.methods or class_body_binds(c, attr):
             return f"{c.name} already defines {attr} in the class body"
         for g in c.methods.values():
             for s in g.self_assigns:
@@ -387,23 +353,6 @@ def plan_rng(a: Analysis, fn: FuncInfo, sa: SelfAssign, kept: KeptRng) -> Union[
     extend, add = gs
     seed = seed_arg.value if seed_arg is not None else None
     return RngPlan(owner, fn, attr, small, kept, seed, slot, import_stmt, extend, add)
-
-
-def _class_level(c: ClassInfo, name: str) -> bool:
-    body = c.node.body
-    if not isinstance(body, cst.IndentedBlock):
-        return False
-    for stmt in body.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                targets: List[cst.BaseExpression] = []
-                if isinstance(small, cst.Assign):
-                    targets = [t.target for t in small.targets]
-                elif isinstance(small, cst.AnnAssign):
-                    targets = [small.target]
-                if any(isinstance(t, cst.Name) and t.value == name for t in targets):
-                    return True
-    return False
 
 
 def group_fixable(plans: Sequence[RngPlan]) -> bool:
@@ -511,30 +460,16 @@ def _init_line(module: cst.Module, plan: RngPlan) -> cst.BaseSmallStatement:
         code = f"{me}.{plan.seed_attr} = {module.code_for_node(plan.seed)}"
     else:
         code = f"{me}.{n.state} = {me}.{n.pid} = None"
-    line = _stmt(code, module)
-    assert isinstance(line, cst.SimpleStatementLine)
-    return line.body[0]
+    return _small(code, module)
 
 
-def _getstate_code(module: cst.Module, keys: List[str]) -> str:
-    ind = module.default_indent
-    body = [
-        '"""Pickle without the per-process RNGs: each worker process builds its own."""',
-        "state = self.__dict__.copy()",
-        *[f'state.pop("{k}", None)' for k in keys],
-        "return state",
-    ]
-    return "def __getstate__(self):\n" + "".join(f"{ind}{x}\n" for x in body)
+class _RngTransformer(ClassRewrite):
+    getstate_doc = "Pickle without the per-process RNGs: each worker process builds its own."
 
-
-class _RngTransformer(cst.CSTTransformer):
     def __init__(self, a: Analysis, plans: Sequence[RngPlan]) -> None:
         module = a.module
-        self.module = module
+        super().__init__(module)
         self.smalls: Dict[int, cst.BaseSmallStatement] = {}
-        self.members: Dict[int, List[str]] = {}
-        self.new_getstate: Dict[int, List[str]] = {}
-        self.extends: Dict[int, Tuple[cst.SimpleStatementLine, List[str]]] = {}
         self.need_torch = False
         worker_info, self.need_torch = _worker_info_expr(a)
         # a class and its base both needing a new __getstate__: one, in the base, pops every key
@@ -557,41 +492,14 @@ class _RngTransformer(cst.CSTTransformer):
             done.add(key)
             n = p.names
             self.members.setdefault(id(p.owner.node), []).extend(_members(module, p, worker_info))
-            keys = [n.state, n.pid]
-            for g, line, var in p.extend:
-                entry = self.extends.setdefault(id(g.node), (line, []))
-                entry[1].extend(f'{var}.pop("{k}", None)' for k in keys if f'{var}.pop("{k}", None)' not in entry[1])
-            if p.add_getstate:
-                ks = self.new_getstate.setdefault(id(getstate_home(p.owner).node), [])
-                ks.extend(k for k in keys if k not in ks)
+            home = getstate_home(p.owner) if p.add_getstate else None
+            self.add_resets(p.extend, [("pop", n.state), ("pop", n.pid)], home)
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign):
         return self.smalls.get(id(original_node), updated_node).with_changes(semicolon=updated_node.semicolon)
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign):
         return self.smalls.get(id(original_node), updated_node).with_changes(semicolon=updated_node.semicolon)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
-        key = id(original_node)
-        if key in self.extends:
-            copy_line, pops = self.extends[key]
-            body = list(updated_node.body.body)
-            idx = next(i for i, s in enumerate(original_node.body.body) if s is copy_line)
-            body[idx + 1 : idx + 1] = [_stmt(p, self.module) for p in pops]
-            updated_node = updated_node.with_changes(body=updated_node.body.with_changes(body=body))
-        return updated_node
-
-    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
-        key = id(original_node)
-        members = list(self.members.get(key, []))
-        if key in self.new_getstate:
-            members.append(_getstate_code(self.module, self.new_getstate[key]))
-        if not members:
-            return updated_node
-        new = [_with_blank_line(_stmt(m, self.module)) for m in members]
-        body = updated_node.body
-        assert isinstance(body, cst.IndentedBlock)
-        return updated_node.with_changes(body=body.with_changes(body=[*body.body, *new]))
 
 
 def apply_rng(a: Analysis, plans: Sequence[RngPlan]) -> cst.Module:

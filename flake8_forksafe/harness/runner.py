@@ -9,15 +9,18 @@ group (workers, forkserver, resource tracker) is killed.
 from __future__ import annotations
 
 import ast
+import atexit
 import importlib.util
 import json
 import os
 import pickle
+import queue
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import shutil
+import threading
 import time
 import types
 from dataclasses import dataclass
@@ -176,6 +179,143 @@ class _Proc:
         return rc
 
 
+class _Zygote:
+    """Client of ``_zygote``: one pre-started interpreter per calling process that forks the case
+    processes (saving ``import torch`` per case). Falls back to fresh interpreters when it cannot start
+    or dies; ``FORKSAFE_ZYGOTE=0`` turns it off."""
+
+    _lock = threading.Lock()
+    _instance: Optional["_Zygote"] = None
+    _broken = False
+
+    def __init__(self) -> None:
+        self.p = subprocess.Popen([_python(), "-c", "from flake8_forksafe.harness._zygote import main; main()"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  env=_env(), start_new_session=True, close_fds=True)
+        self.send_lock = threading.Lock()
+        self.waiters: Dict[int, "queue.Queue[Dict[str, Any]]"] = {}
+        self.next_id = 0
+        self.alive = True
+        import select
+
+        ok = False
+        if select.select([self.p.stdout], [], [], SETUP_ALLOWANCE)[0]:  # ready once torch is imported there
+            try:
+                ok = "ready" in json.loads(self.p.stdout.readline())
+            except ValueError:
+                pass
+        if not ok:
+            self.close()
+            raise OSError("the harness zygote did not start")
+        threading.Thread(target=self._read, name="forksafe-zygote", daemon=True).start()
+        atexit.register(self.close)
+
+    @classmethod
+    def get(cls) -> Optional["_Zygote"]:
+        if os.environ.get("FORKSAFE_ZYGOTE", "1") == "0" or not hasattr(os, "fork"):
+            return None
+        with cls._lock:
+            if cls._instance is not None and cls._instance.alive:
+                return cls._instance
+            if cls._broken:
+                return None
+            try:
+                cls._instance = cls()
+            except OSError:
+                cls._broken = True
+                return None
+            return cls._instance
+
+    def _read(self) -> None:
+        for line in self.p.stdout:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            q = self.waiters.get(msg.get("id"))
+            if q is not None:
+                q.put(msg)
+        self.alive = False
+        for q in list(self.waiters.values()):
+            q.put({"dead": True})
+
+    def run(self, spec: Path, out: Path, err: Path, deadline: float) -> Tuple[Optional[int], bool]:
+        """(exit status, timed out); status None if the zygote died under the case."""
+        q: "queue.Queue[Dict[str, Any]]" = queue.Queue()
+        with self.send_lock:
+            self.next_id += 1
+            rid = self.next_id
+            self.waiters[rid] = q
+            req = {"id": rid, "spec": str(spec), "out": str(out), "err": str(err), "env": _env(),
+                   "cwd": os.getcwd()}
+            try:
+                self.p.stdin.write((json.dumps(req) + "\n").encode())
+                self.p.stdin.flush()
+            except (BrokenPipeError, OSError):
+                self.alive = False
+                self.waiters.pop(rid, None)
+                return None, False
+        pid = None
+        timed_out = False
+        try:
+            while True:
+                try:
+                    msg = q.get(timeout=max(0.05, deadline - time.monotonic()))
+                except queue.Empty:
+                    if pid is None:
+                        return None, False
+                    timed_out = True
+                    _kill_group(pid)
+                    deadline = time.monotonic() + 30
+                    continue
+                if msg.get("dead"):
+                    if pid is not None:
+                        _kill_group(pid)
+                    return None, timed_out
+                if "pid" in msg:
+                    pid = msg["pid"]
+                elif "exit" in msg:
+                    if pid is not None:
+                        _kill_group(pid)  # leftovers: forkserver, resource tracker, orphaned workers
+                    return int(msg["exit"]), timed_out
+        finally:
+            self.waiters.pop(rid, None)
+
+    def close(self) -> None:
+        self.alive = False
+        try:
+            if self.p.stdin:
+                self.p.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            _kill_group(self.p.pid)
+
+
+def _run_process(spec_path: Path, tmp: Path, hard: float) -> Tuple[int, bool, Path]:
+    """Run the harness process for ``spec_path``: forked from the zygote, or a fresh interpreter."""
+    deadline = time.monotonic() + hard
+    z = _Zygote.get()
+    if z is not None:
+        rc, timed_out = z.run(spec_path, tmp / "case.out", tmp / "case.err", deadline)
+        if rc is not None:
+            return rc, timed_out, tmp / "case.err"
+        if timed_out:
+            return -9, True, tmp / "case.err"
+        # the zygote died: start over in a fresh interpreter
+        for name in ("result.jsonl", "case.out", "case.err"):
+            try:
+                (tmp / name).unlink()
+            except OSError:
+                pass
+    proc = _Proc([_python(), "-c", "from flake8_forksafe.harness._child import main; main()", str(spec_path)],
+                 tmp, "case")
+    rc = proc.wait(time.monotonic() + hard)
+    return rc, proc.timed_out, proc.err
+
+
 # ------------------------------------------------------------------------------------ dataset cases
 
 
@@ -194,9 +334,7 @@ def _run_case(source: Dict[str, Any], label: str, kind_hint: str, contexts: List
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
     hard = SETUP_ALLOWANCE + sum(timeouts.values()) * 2 + 10
     t0 = time.monotonic()
-    proc = _Proc([_python(), "-c", "from flake8_forksafe.harness._child import main; main()", str(spec_path)],
-                 tmp, "case")
-    rc = proc.wait(t0 + hard)
+    rc, timed_out, err_path = _run_process(spec_path, tmp, hard)
     events = []
     try:
         for line in (tmp / "result.jsonl").read_text(encoding="utf-8").splitlines():
@@ -234,20 +372,20 @@ def _run_case(source: Dict[str, Any], label: str, kind_hint: str, contexts: List
     for ctx in contexts:
         if ctx in have:
             continue
-        if proc.timed_out:
+        if timed_out:
             res.contexts.append(ContextResult(ctx, HANGS, reason=(
                 f"the harness process did not finish within {hard:g} s and was killed")))
         elif res.error:
             res.contexts.append(ContextResult(ctx, ERROR, reason=res.error))
         else:
-            err = _tail(proc.err)
+            err = _tail(err_path)
             res.error = res.error or f"the harness process exited with status {rc} before reporting"
             res.contexts.append(ContextResult(ctx, ERROR, reason=res.error,
                                               notes=[err[-600:]] if err.strip() else []))
     order = {c: i for i, c in enumerate(contexts)}
     res.contexts.sort(key=lambda c: order.get(c.context, 99))
-    if not events and rc != 0 and not proc.timed_out:
-        err = _tail(proc.err)
+    if not events and rc != 0 and not timed_out:
+        err = _tail(err_path)
         if "No module named 'torch'" in err:
             raise HarnessError(f"the runtime harness needs torch in {_python()}: pip install 'flake8-forksafe[harness]'")
     return res
