@@ -158,6 +158,18 @@ def is_docstring(stmt: cst.CSTNode) -> bool:
     )
 
 
+def comp_fors(
+    comp: Union[cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp],
+) -> List[cst.CompFor]:
+    """The ``for`` clauses of a comprehension, outermost first."""
+    out = []
+    f: Optional[cst.CompFor] = comp.for_in
+    while f is not None:
+        out.append(f)
+        f = f.inner_for_in
+    return out
+
+
 def container_elements(value: Optional[cst.BaseExpression]) -> Optional[List[cst.BaseExpression]]:
     """The element expressions of a container display or comprehension (a dict's values); None
     when ``value`` is neither."""

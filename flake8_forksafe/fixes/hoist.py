@@ -21,7 +21,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
-from flake8_forksafe.analysis import is_docstring
+from flake8_forksafe.analysis import comp_fors, is_docstring
 
 COMPS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef) + COMPS
@@ -95,15 +95,6 @@ def param_names(params: cst.Parameters) -> Set[str]:
     return {p.name.value for p in _params(params)}
 
 
-def _comp_fors(node) -> List[cst.CompFor]:
-    out = []
-    f = node.for_in
-    while f is not None:
-        out.append(f)
-        f = f.inner_for_in
-    return out
-
-
 def target_names(node: cst.CSTNode) -> List[str]:
     """Names bound by an assignment target (``a``, ``a, (b, *c)``); attributes and subscripts bind none."""
     if isinstance(node, cst.Name):
@@ -162,7 +153,7 @@ def _reads(node: cst.CSTNode, out: Dict[str, None]) -> None:
         _add(out, class_free(node))
         return
     if t in COMP_TYPES:
-        fors = _comp_fors(node)
+        fors = comp_fors(node)
         _reads(fors[0].iter, out)
         inner: Dict[str, None] = {}
         bound: Set[str] = set()
@@ -380,7 +371,7 @@ def bindings(scope: Scope, targets: Iterable[cst.CSTNode] = ()) -> ScopeBindings
     elif t is cst.ClassDef:
         binder.walk(scope.body)
     elif t in COMP_TYPES:
-        for f in _comp_fors(scope):
+        for f in comp_fors(scope):
             for n in target_names(f.target):
                 binder.info.names.setdefault(n, []).append(Binding("for", 0, (id(scope),)))
         for child in iter_children(scope):
@@ -461,7 +452,7 @@ def _locate(node, top, index, chain, block, want, out) -> None:
         _locate(node.body, top, index, chain + (node,), None, want, out)
         return
     if t in COMP_TYPES:
-        fors = _comp_fors(node)
+        fors = comp_fors(node)
         _locate(fors[0].iter, top, index, chain, None, want, out)
         inner = chain + (node,)
         for i, f in enumerate(fors):
@@ -855,7 +846,7 @@ def _refs(node: cst.CSTNode, name: str, out: List[cst.Name]) -> None:
             _refs(node.body, name, out)
         return
     if t in COMP_TYPES:
-        fors = _comp_fors(node)
+        fors = comp_fors(node)
         _refs(fors[0].iter, name, out)
         if any(name in target_names(f.target) for f in fors):
             return

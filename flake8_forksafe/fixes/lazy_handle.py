@@ -33,6 +33,7 @@ from flake8_forksafe.analysis import (
     KeptHandle,
     SelfAssign,
     attrs_tested,
+    comp_fors,
     container_elements,
     dotted,
     factory_of,
@@ -138,19 +139,11 @@ def _mentions(fn: FuncInfo) -> Tuple[Set[str], bool, bool]:
                 flags["whole"] = True
 
         def visit_DictComp(self, node: cst.DictComp) -> None:
-            if any(f.ifs for f in _comp_fors(node.for_in)):
+            if any(f.ifs for f in comp_fors(node)):
                 flags["filtered"] = True
 
     fn.node.visit(V())
     return strings, flags["whole"], flags["filtered"]
-
-
-def _comp_fors(f: Optional[cst.CompFor]) -> List[cst.CompFor]:
-    out = []
-    while f is not None:
-        out.append(f)
-        f = f.inner_for_in
-    return out
 
 
 def getstate_leaves_out(a: Analysis, cls: ClassInfo, attr: str) -> bool:
@@ -1042,9 +1035,10 @@ class ClassRewrite(cst.CSTTransformer):
 
     def __init__(self, module: cst.Module) -> None:
         self.module = module
-        self.extends: Dict[int, Tuple[cst.SimpleStatementLine, List[str]]] = {}  # getstate node -> (copy line, lines)
+        # __getstate__ node -> (its copy line, lines to add after it)
+        self.extends: Dict[int, Tuple[cst.SimpleStatementLine, List[str]]] = {}
         self.members: Dict[int, List[str]] = {}  # class node -> member sources
-        self.new_getstate: Dict[int, List[Tuple[str, str]]] = {}  # class node -> reset ops of its new __getstate__
+        self.new_getstate: Dict[int, List[Tuple[str, str]]] = {}  # class node -> reset ops of its new one
 
     def add_resets(
         self,

@@ -107,17 +107,22 @@ class ModuleSource:
         self.mod: Any = None
         self.data: Dict[str, Any] = {}
 
+    phase = "loading"
+
     def load(self) -> None:
+        self.phase = "importing"
         self.mod = importlib.import_module(self.name)
         got = os.path.abspath(getattr(self.mod, "__file__", "") or "")
         if got != self.path:
             raise ImportError(f"module name {self.name!r} resolves to {got}, not {self.path}")
         build = getattr(self.mod, self.spec.get("build") or "build_data", None)
         if build is not None:
+            self.phase = "building the data of"
             os.makedirs(self.data_dir, exist_ok=True)
             data = build(self.data_dir)
             self.data = dict(data or {})
         self.data.update(self.spec.get("kwargs") or {})
+        self.phase = "loading"
         fname = self.spec.get("factory") or "make_dataset"
         self.factory = getattr(self.mod, fname, None)
         if self.factory is None:
@@ -158,6 +163,8 @@ def kwargs_from_loader(loader: Any) -> Dict[str, Any]:
 class PickleSource:
     """A dataset object or a (factory, args, kwargs) pickled by the caller."""
 
+    phase = "unpickling"
+
     def __init__(self, spec: Dict[str, Any], data_dir: str):
         self.spec = spec
         self.label = spec.get("label") or "dataset"
@@ -166,7 +173,13 @@ class PickleSource:
     def load(self) -> None:
         with open(self.spec["payload"], "rb") as f:
             self.blob = f.read()
-        pickle.loads(self.blob)  # fail early, with the unpickling error, if the caller's classes are missing
+        try:
+            pickle.loads(self.blob)  # fail early, with the unpickling error, if the caller's classes are missing
+        except AttributeError as exc:
+            if "__main__" in str(exc):
+                raise ImportError(f"{exc}: classes defined in a script's __main__ cannot be imported by the "
+                                  f"harness process; move them to a module") from None
+            raise
 
     def make(self) -> Any:
         p = pickle.loads(self.blob)
@@ -257,8 +270,10 @@ class Case:
                 self.kind = "iterable" if isinstance(wrapped, self.probes.ProbeIterable) else "map"
                 baseline = self._baseline(wrapped, lk)
                 if self.nondeterministic is None:
-                    second = self._baseline(wrapped, lk)
-                    self.baseline_a = [b[1] for b in baseline]
+                    # Random? Two plain passes (no worker_init_fn: it may seed from constants) differ.
+                    first = baseline if self.kind == "map" else self._baseline(wrapped, lk, simulate=False)
+                    second = self._baseline(wrapped, lk, simulate=False)
+                    self.baseline_a = [b[1] for b in first]
                     self.baseline_b = [b[1] for b in second]
                     self.nondeterministic = self.baseline_a != self.baseline_b
             except _Timeout:
@@ -266,10 +281,17 @@ class Case:
             except BaseException as exc:  # noqa: BLE001
                 return self._setup_failed(res, "iterating the dataset without workers (num_workers=0)", exc)
             phase = f"running DataLoader workers ({ctx})"
+            if self.nondeterministic:  # two epochs, each with fresh workers
+                budget *= 2
+                signal.setitimer(signal.ITIMER_REAL, budget)
             self._run_workers(ctx, wrapped, lk, baseline, res)
         except _Timeout:
-            res["verdict"] = "hangs"
-            res["reason"] = f"no result after {budget:g} s while {phase}"
+            if phase.startswith("running"):
+                res["verdict"] = "hangs"
+                res["reason"] = f"no result after {budget:g} s while {phase}"
+            else:  # not a multiprocessing hazard: the dataset is stuck without workers too
+                res["verdict"] = "error"
+                res["reason"] = f"no result after {budget:g} s while {phase}"
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             self._reap()
@@ -297,14 +319,15 @@ class Case:
                                     f"{self.num_workers} workers, one start method at a time)")
         return lk
 
-    def _baseline(self, wrapped: Any, lk: Dict[str, Any]) -> List[Tuple[Dict[str, Any], str, str]]:
+    def _baseline(self, wrapped: Any, lk: Dict[str, Any],
+                  simulate: bool = True) -> List[Tuple[Dict[str, Any], str, str]]:
         from torch.utils.data import DataLoader, IterableDataset
         from torch.utils.data._utils import collate as _collate
         from torch.utils.data._utils import worker as _worker
 
         kw = {k: v for k, v in lk.items() if k not in _WORKER_ONLY and k != "collate_fn"}
         collate = self.probes.TagCollate(lk.get("collate_fn") or _collate.default_convert)
-        if not isinstance(wrapped, IterableDataset):
+        if not simulate or not isinstance(wrapped, IterableDataset):
             return list(DataLoader(wrapped, batch_size=None, num_workers=0, collate_fn=collate, **kw))
         # An IterableDataset yields per worker: replay what each worker should yield, with its WorkerInfo.
         out: List[Tuple[Dict[str, Any], str, str]] = []
@@ -347,9 +370,11 @@ class Case:
             loader = DataLoader(wrapped, batch_size=None, num_workers=self.num_workers,
                                 multiprocessing_context=ctx, collate_fn=collate, **kw)
             it = None
+            items: List[Any] = []
             try:
                 it = iter(loader)
-                items = list(it)
+                for x in it:
+                    items.append(x)
             except _Timeout:
                 raise
             except BaseException as exc:  # noqa: BLE001
@@ -358,7 +383,7 @@ class Case:
                     res.update(verdict="hangs", error=info, reason="DataLoader(timeout=) expired")
                 else:
                     res.update(verdict="fails", error=info)
-                self._fd_findings([], files, pos_before, res)
+                self._fd_findings([m for run in runs + [items] for (m, _, _) in run], files, pos_before, res)
                 return
             finally:
                 _fast_shutdown(it)
@@ -370,6 +395,8 @@ class Case:
         self._fd_findings([m for run in runs for (m, _, _) in run], files, pos_before, res)
         if self.nondeterministic:
             self._rng_findings(runs, parent_rng, res)
+        for err in sorted({m["probe_error"] for run in runs for (m, _, _) in run if "probe_error" in m})[:3]:
+            res["notes"].append(f"a probe failed in a worker (its finding may be missing): {err}")
         if res["verdict"] == "ok" and res["findings"]:
             res["verdict"] = "flagged"
 
@@ -539,7 +566,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         except _Timeout:
             raise
         except BaseException as exc:  # noqa: BLE001
-            what = "importing" if isinstance(exc, ImportError) else "preparing"
+            what = getattr(getattr(case, "source", None), "phase", "preparing")
             label = case.source.label if hasattr(case, "source") else "the case"
             writer.write({"event": "setup_error", "error": f"{what} {label} failed: {one_line(exc)}",
                           "where": _short_tb(exc)})
@@ -552,7 +579,10 @@ def main(argv: Optional[List[str]] = None) -> None:
             r = case.run_context(ctx)
             r["seconds"] = round(time.monotonic() - t, 2)
             writer.write({"event": "context", "result": r})
+        import torch
+
         writer.write({"event": "done", "nondeterministic": bool(case.nondeterministic), "kind": case.kind,
+                      "torch": torch.__version__,
                       "parent_cuda_init": case.hook.where, "device": _device_kind(),
                       "seconds": round(time.monotonic() - t0, 2)})
     except BaseException as exc:  # noqa: BLE001

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import hashlib
+import itertools
 import os
 import pickle
 import platform
@@ -85,7 +86,10 @@ def _numpy():
 
 def fingerprint(obj: Any) -> str:
     h = hashlib.sha1()
-    _encode(obj, h)
+    try:
+        _encode(obj, h)
+    except Exception:  # noqa: BLE001 - a probe must never break the user's dataset
+        h = hashlib.sha1(b"R" + short_repr(obj, 10_000).encode())
     return h.hexdigest()[:20]
 
 
@@ -356,20 +360,23 @@ def rng_states(dataset: Any, budget: int = 300) -> Dict[str, Tuple[str, str]]:
             continue
         if depth >= 4:
             continue
-        if isinstance(obj, dict):
-            for k, v in list(obj.items())[:50]:
-                todo.append((f"{name}[{k!r}]", v, depth + 1))
-        elif isinstance(obj, (list, tuple)):
-            for i, v in enumerate(obj[:50]):
-                todo.append((f"{name}[{i}]", v, depth + 1))
-        else:
-            mod = type(obj).__module__ or ""
-            if mod.split(".")[0] in _SKIP_MODULES and not isinstance(obj, (Dataset, IterableDataset)):
-                continue
-            attrs = getattr(obj, "__dict__", None)
-            if isinstance(attrs, dict):
-                for k, v in list(attrs.items())[:100]:
-                    todo.append((f"{name}.{k}", v, depth + 1))
+        try:
+            if isinstance(obj, dict):
+                for k, v in itertools.islice(obj.items(), 50):
+                    todo.append((f"{name}[{k!r}]", v, depth + 1))
+            elif isinstance(obj, (list, tuple)):
+                for i, v in enumerate(itertools.islice(obj, 50)):
+                    todo.append((f"{name}[{i}]", v, depth + 1))
+            else:
+                mod = type(obj).__module__ or ""
+                if mod.split(".")[0] in _SKIP_MODULES and not isinstance(obj, (Dataset, IterableDataset)):
+                    continue
+                attrs = getattr(obj, "__dict__", None)
+                if isinstance(attrs, dict):
+                    for k, v in itertools.islice(attrs.items(), 100):
+                        todo.append((f"{name}.{k}", v, depth + 1))
+        except Exception:  # noqa: BLE001 - odd containers: skip them
+            continue
     return out
 
 
@@ -405,12 +412,15 @@ class _ProbeBase:
         meta: Dict[str, Any] = {"wid": -1 if info is None else info.id, "seq": self._seq, "pid": os.getpid()}
         self._seq += 1
         if info is not None:
-            if self.fd_probe is not None:
-                meta["fds"] = self.fd_probe.run()
-            if self._rng_pid != os.getpid():
-                # after the first item, so datasets that create their RNG lazily per worker have done so
-                self._rng_pid = os.getpid()
-                meta["rng"] = rng_states(self.inner)
+            try:
+                if self.fd_probe is not None:
+                    meta["fds"] = self.fd_probe.run()
+                if self._rng_pid != os.getpid():
+                    # after the first item, so datasets that create their RNG lazily per worker have done so
+                    self._rng_pid = os.getpid()
+                    meta["rng"] = rng_states(self.inner)
+            except Exception as exc:  # noqa: BLE001 - a probe must never break the user's dataset
+                meta["probe_error"] = f"{type(exc).__name__}: {exc}"
         return meta
 
 

@@ -114,6 +114,7 @@ class CaseResult:
     nondeterministic: bool = False
     num_workers: int = 2
     seconds: float = 0.0
+    torch: str = ""  # torch version of the harness process
 
     # ---------------------------------------------------------------- queries
     def __getitem__(self, context: str) -> ContextResult:

@@ -1,9 +1,12 @@
 """Run datasets and scripts under every start method, each case in its own subprocess.
 
 This module does not import torch: it runs in the caller's process (pytest, the CLI), which must never
-fork (pytest has threads; forking it is the very hazard under test). Each case runs in a fresh
-interpreter started with ``start_new_session=True`` and a hard timeout; on timeout the whole process
-group (workers, forkserver, resource tracker) is killed.
+fork (pytest has threads; forking it is the very hazard under test). Each case runs in its own process,
+in its own session, under a hard timeout; on timeout the whole process group (workers, forkserver,
+resource tracker) is killed. The case process is forked from a "zygote": an interpreter started once per
+calling process (``start_new_session=True``) that has imported torch and nothing else, so a case does not
+pay for ``import torch`` again (``_zygote``). Without it (``FORKSAFE_ZYGOTE=0``, or if it cannot start)
+each case is a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -332,7 +335,7 @@ def _run_case(source: Dict[str, Any], label: str, kind_hint: str, contexts: List
     }
     spec_path = tmp / "spec.json"
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
-    hard = SETUP_ALLOWANCE + sum(timeouts.values()) * 2 + 10
+    hard = SETUP_ALLOWANCE + sum(timeouts.values()) * 3 + 10  # construction + two epochs per context
     t0 = time.monotonic()
     rc, timed_out, err_path = _run_process(spec_path, tmp, hard)
     events = []
@@ -360,6 +363,7 @@ def _run_case(source: Dict[str, Any], label: str, kind_hint: str, contexts: List
     if done:
         res.device = done.get("device", "cpu")
         res.kind = done.get("kind") or res.kind
+        res.torch = done.get("torch", "")
         res.nondeterministic = bool(done.get("nondeterministic"))
         if res.nondeterministic:
             res.notes.append("the dataset is random (two passes without workers differ): items are compared by "
@@ -387,7 +391,8 @@ def _run_case(source: Dict[str, Any], label: str, kind_hint: str, contexts: List
     if not events and rc != 0 and not timed_out:
         err = _tail(err_path)
         if "No module named 'torch'" in err:
-            raise HarnessError(f"the runtime harness needs torch in {_python()}: pip install 'flake8-forksafe[harness]'")
+            raise HarnessError(f"the runtime harness needs torch in {_python()}: "
+                               f"pip install 'flake8-forksafe[harness]'")
     return res
 
 
@@ -407,6 +412,10 @@ def check_module(path: Union[str, "os.PathLike[str]"], factory: str = "make_data
     if not p.stem.isidentifier():
         raise HarnessError(f"{p.name}: the module name must be a Python identifier so workers can import it")
     ctxs = _contexts(contexts)
+    try:
+        json.dumps(dict(kwargs or {}))
+    except (TypeError, ValueError):
+        raise HarnessError("kwargs for a module factory must be JSON values (str, numbers, lists, dicts)") from None
     tmp = Path(tempfile.mkdtemp(prefix="forksafe-"))
     try:
         source = {"kind": "module", "path": str(p), "factory": factory, "build": build, "loader": loader,
@@ -420,10 +429,8 @@ def check_module(path: Union[str, "os.PathLike[str]"], factory: str = "make_data
 def _is_factory(obj: Any) -> bool:
     import functools
 
-    if isinstance(obj, type) or isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
-                                                  functools.partial)):
-        return True
-    return False
+    kinds = (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial)
+    return isinstance(obj, kinds)
 
 
 def _is_dataloader(obj: Any) -> bool:

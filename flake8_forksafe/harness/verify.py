@@ -183,10 +183,11 @@ def _verify_one(meta: Dict[str, Any], fix_source: Any, contexts: List[str], tmp:
                                            if where else "no CUDA initialisation seen in the parent"))
         if fixed is not None:
             cuda = any(f.kind == "parent_cuda_init" for f in fixed.findings)
-            row.notes.append("fixed: " + ("the parent still initialises CUDA" if cuda else
-                                          "no CUDA initialisation in the parent") +
-                             ("; passes on cpu under " + ", ".join(c.context for c in fixed.contexts if c.passed)
-                              if any(c.passed for c in fixed.contexts) else ""))
+            passed = [c.context for c in fixed.contexts if c.passed]
+            note = "the parent still initialises CUDA" if cuda else "no CUDA initialisation in the parent"
+            if passed:
+                note += "; passes on cpu under " + ", ".join(passed)
+            row.notes.append("fixed: " + note)
     return row
 
 
@@ -270,10 +271,13 @@ def run_verify(argv_json: bool = False, out: Optional[TextIO] = None, select: Op
         shutil.rmtree(tmp, ignore_errors=True)
     counts = _counts(rows)
     code = 1 if counts[NOT_CONFIRMED] else 0
-    runner = next((r.results[v]["device"] for r in rows for v in ("unsafe", "fixed") if r.results.get(v)), "cpu")
+    ran = [r.results[v] for r in rows for v in ("unsafe", "fixed") if r.results.get(v)]
+    runner = ran[0]["device"] if ran else "cpu"
+    torch_version = ran[0].get("torch", "") if ran else ""
     if argv_json:
         doc = {
-            "runner": {"device": runner, "python": platform.python_version(), "platform": sys.platform},
+            "runner": {"device": runner, "torch": torch_version, "python": platform.python_version(),
+                       "platform": sys.platform},
             "contexts": ctxs,
             "fixtures": [{"name": r.name, "rule": r.rule, "device": r.device, "fix": r.fix, "notes": r.notes,
                           "cells": {v: {c: asdict(cell) for c, cell in cells.items()} for v, cells in r.cells.items()},
@@ -283,13 +287,13 @@ def run_verify(argv_json: bool = False, out: Optional[TextIO] = None, select: Op
         }
         print(json.dumps(doc, indent=2, default=str), file=out)
         return code
-    head = [f"forksafe verify: {len(rows)} runtime fixtures on {runner}, Python {platform.python_version()}, "
-            f"start methods {', '.join(ctxs)}",
+    head = [f"forksafe verify: {len(rows)} runtime fixtures on {runner} (torch {torch_version or '?'}, Python "
+            f"{platform.python_version()}), start methods {', '.join(ctxs)}",
             "fixed versions: flake8_forksafe.fix.fix_source (live, unsafe fixes on)"]
     _render(rows, ctxs, head, out)
+    extra = f", {counts[NO_CLAIM]} observed without a claim" if counts[NO_CLAIM] else ""
     print(f"\nsummary: {counts[CONFIRMED]} confirmed, {counts[NOT_CONFIRMED]} not confirmed, "
-          f"{counts[NOT_RUN_CELL]} not run" + (f", {counts[NO_CLAIM]} observed without a claim" if counts[NO_CLAIM]
-                                              else ""), file=out)
+          f"{counts[NOT_RUN_CELL]} not run{extra}", file=out)
     return code
 
 

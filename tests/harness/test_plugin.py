@@ -5,6 +5,8 @@ import textwrap
 
 import pytest
 
+pytest.importorskip("torch")
+
 pytest_plugins = ["pytester"]  # here, not in conftest.py: pytest rejects it in a non-root conftest
 
 INNER = textwrap.dedent('''\

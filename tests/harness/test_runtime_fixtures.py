@@ -10,11 +10,15 @@ import re
 
 import pytest
 
-from flake8_forksafe.harness import check_fixture, fixture_meta
+from flake8_forksafe.harness import CONTEXTS, check_fixture, fixture_meta
 
 from .conftest import FIXED, RUNTIME, has_proc
 
+pytest.importorskip("torch")
+
 BUFFERED = r"^TypeError: cannot pickle '_io\.BufferedReader' object$"
+LOCAL = r"^AttributeError: Can't pickle local object '{}'"
+DIED = r"^RuntimeError: DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly$"
 SHARED = ("flagged", "differs")  # the corruption is racy; the probe finding is not
 
 # ctx -> (allowed verdicts, regex for the error or None, probe finding kinds that must be present)
@@ -37,25 +41,25 @@ UNSAFE = {
                           "forkserver": ("fails", BUFFERED, [])},
     "FRK201_lambda_transform": {
         "fork": ("ok", None, []),
-        "spawn": ("fails", r"^AttributeError: Can't pickle local object 'PointCloud\.__init__\.<locals>\.<lambda>'", []),
-        "forkserver": ("fails", r"^AttributeError: Can't pickle local object 'PointCloud\.__init__\.<locals>\.<lambda>'", [])},
+        "spawn": ("fails", LOCAL.format(r"PointCloud\.__init__\.<locals>\.<lambda>"), []),
+        "forkserver": ("fails", LOCAL.format(r"PointCloud\.__init__\.<locals>\.<lambda>"), [])},
     "FRK201_collate_lambda": {
         "fork": ("ok", None, []),
-        "spawn": ("fails", r"^AttributeError: Can't pickle local object 'make_loader\.<locals>\.<lambda>'", []),
-        "forkserver": ("fails", r"^AttributeError: Can't pickle local object 'make_loader\.<locals>\.<lambda>'", [])},
+        "spawn": ("fails", LOCAL.format(r"make_loader\.<locals>\.<lambda>"), []),
+        "forkserver": ("fails", LOCAL.format(r"make_loader\.<locals>\.<lambda>"), [])},
     "FRK202_local_collate": {
         "fork": ("ok", None, []),
-        "spawn": ("fails", r"^AttributeError: Can't pickle local object 'make_loader\.<locals>\.pad_collate'", []),
-        "forkserver": ("fails", r"^AttributeError: Can't pickle local object 'make_loader\.<locals>\.pad_collate'", [])},
+        "spawn": ("fails", LOCAL.format(r"make_loader\.<locals>\.pad_collate"), []),
+        "forkserver": ("fails", LOCAL.format(r"make_loader\.<locals>\.pad_collate"), [])},
     "FRK203_lock": {"fork": ("ok", None, []),
                     "spawn": ("fails", r"^TypeError: cannot pickle '_thread\.lock' object$", []),
                     "forkserver": ("fails", r"^TypeError: cannot pickle '_thread\.lock' object$", [])},
     "FRK401_no_guard": {
         "fork": ("ok", None, []),
-        "spawn": ("fails", r"^RuntimeError: DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly$", ["reran_main"]),
-        "forkserver": ("fails", r"^RuntimeError: DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly$", [])},
-    "FRK601_rng": {ctx: ("flagged", None, ["duplicate_rng", "replayed_rng"]) for ctx in ("fork", "spawn", "forkserver")},
-    "FRK602_const_seed": {ctx: ("flagged", None, ["replayed_rng"]) for ctx in ("fork", "spawn", "forkserver")},
+        "spawn": ("fails", DIED, ["reran_main"]),
+        "forkserver": ("fails", DIED, [])},
+    "FRK601_rng": {ctx: ("flagged", None, ["duplicate_rng", "replayed_rng"]) for ctx in CONTEXTS},
+    "FRK602_const_seed": {ctx: ("flagged", None, ["replayed_rng"]) for ctx in CONTEXTS},
 }
 
 ALL = sorted(p.stem for p in RUNTIME.glob("*.py"))

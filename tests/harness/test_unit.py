@@ -1,6 +1,7 @@
 """Harness pieces that need no DataLoader workers: results, parsing, input errors, verify's judging."""
 
 import ast
+import importlib.util
 import io
 import json
 import pickle
@@ -31,6 +32,9 @@ from flake8_forksafe.harness.runner import _last_error_line, raise_for
 from flake8_forksafe.harness.verify import judge_fixed, judge_unsafe, run_verify
 
 from .conftest import FIXED, ROOT, RUNTIME
+
+
+requires_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
 
 
 def _case(**verdicts):
@@ -151,6 +155,7 @@ def test_every_runtime_fixture_declares_its_expectations_and_has_a_fixed_copy():
 # ----------------------------------------------------------------------------------- bad input
 
 
+@requires_torch
 def test_bad_input_gives_one_line_errors(tmp_path):
     cases = [
         (lambda: check_dataset(RUNTIME / "FRK101_file.py", contexts=["fork", "threads"]),
@@ -186,6 +191,7 @@ class Holder:
         return self.transform(self.items[i])
 
 
+@requires_torch
 def test_unpicklable_object_fails_spawn_and_forkserver_without_a_subprocess():
     res = check_dataset(Holder())
     assert res.verdicts() == {"fork": "not run", "spawn": "fails", "forkserver": "fails"}
@@ -197,9 +203,41 @@ def test_unpicklable_object_fails_spawn_and_forkserver_without_a_subprocess():
         assert_dataloader_safe(Holder(), contexts=("fork", "spawn"))
 
 
+@requires_torch
 def test_fork_only_check_of_an_unpicklable_object_is_skipped_not_passed():
     with pytest.raises(pytest.skip.Exception, match=r"fork: not run - the dataset cannot be pickled"):
         assert_dataloader_safe(Holder(), contexts=("fork",))
+
+
+@requires_torch
+def test_a_dataloader_is_checked_with_the_options_its_workers_get():
+    from torch.utils.data import DataLoader
+
+    loader = DataLoader(_Items(), num_workers=2, collate_fn=lambda x: x)  # noqa: FRK201 - under test
+    res = check_dataset(loader, contexts=("fork", "spawn"))
+    assert res.verdicts() == {"fork": "not run", "spawn": "fails"}
+    assert re.match(r"PicklingError: Can't pickle <function <lambda>|AttributeError: Can't pickle local object",
+                    str(res["spawn"].error).replace("pickle.PicklingError", "PicklingError")), str(res)
+    assert res["spawn"].reason == "collate_fn= cannot be pickled"
+
+
+class _Items:
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return i
+
+
+@requires_torch
+def test_a_module_that_does_not_import_is_an_error_not_a_verdict(tmp_path):
+    mod = tmp_path / "broken_ds.py"
+    mod.write_text("raise RuntimeError('boom at import')\n")
+    res = check_module(mod, contexts=["fork"])
+    assert res.error == "importing broken_ds.py:make_dataset failed: RuntimeError: boom at import"
+    assert res.verdicts() == {"fork": "error"} and not res.safe
+    with pytest.raises(AssertionError, match=r"(?m)^  error: importing broken_ds\.py:make_dataset failed"):
+        raise_for(res)
 
 
 def test_not_run_outside_pytest_raises_not_run_error(monkeypatch):

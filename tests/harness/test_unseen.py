@@ -7,7 +7,9 @@ import pytest
 
 from flake8_forksafe.harness import assert_dataloader_safe, check_dataset
 
-from . import unseen
+pytest.importorskip("torch")
+
+from . import unseen  # noqa: E402 - imports torch
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +58,8 @@ def test_iterable_with_an_rng_made_in_init_duplicates_draws():
     assert c.verdict == "flagged", str(res)
     [f] = [f for f in c.findings if f.kind == "duplicate_rng"]
     assert f.detail["rng"] == "dataset.rng" and f.detail["workers"] == [0, 1]
-    assert f.message == "duplicate randomness: workers 0 and 1 draw from identical RNG state (dataset.rng, random.Random)"
+    assert f.message == ("duplicate randomness: workers 0 and 1 draw from identical RNG state "
+                         "(dataset.rng, random.Random)")
 
 
 def test_a_worker_that_never_answers_hangs_within_the_bound():
@@ -77,3 +80,13 @@ def test_lambda_factory_is_called_here_and_its_dataset_sent_over():
     assert res.verdicts() == {"fork": "ok"}, str(res)
     assert res.target == "tests.harness.unseen.InMemory instance (from tests.harness.test_unseen." \
                          "test_lambda_factory_is_called_here_and_its_dataset_sent_over.<locals>.<lambda>)"
+
+
+def test_iterable_seeded_from_the_worker_id_replays_every_epoch():
+    res = check_dataset(unseen.NoiseStream, loader_kwargs={"worker_init_fn": unseen.seed_by_id}, contexts=["fork"])
+    assert res.kind == "iterable" and res.nondeterministic
+    c = res["fork"]
+    assert c.verdict == "flagged", str(res)
+    assert {f.kind for f in c.findings} == {"replayed_rng"}
+    assert {f.detail["rng"] for f in c.findings} == {"np.random (global)"}
+    assert c.n_got == c.n_expected == 24

@@ -13,6 +13,8 @@ from flake8_forksafe.harness.verify import run_verify
 
 from .conftest import RUNTIME
 
+pytest.importorskip("torch")
+
 pytestmark = pytest.mark.slow
 
 
@@ -21,7 +23,7 @@ def test_verify_with_the_live_fixer_confirms_hazard_and_fix():
     rc = run_verify(out=out, select=["FRK202"])
     text = out.getvalue()
     assert rc == 0, text
-    assert text.splitlines()[0].startswith("forksafe verify: 1 runtime fixtures on cpu")
+    assert text.splitlines()[0].startswith("forksafe verify: 1 runtime fixtures on cpu (torch ")
     assert re.search(r"(?m)^rule\s+fixture\s+device\s+version\s+fork\s+spawn\s+forkserver$", text), text
     assert re.search(r"(?m)^FRK202\s+FRK202_local_collate\s+cpu\s+unsafe\s+confirmed \(ok\)\s+confirmed \(fails\)\s+"
                      r"confirmed \(fails\)$", text), text

@@ -3,10 +3,7 @@ DataLoader workers under fork, spawn and forkserver."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -15,19 +12,17 @@ import pytest
 from flake8_forksafe.config import Config
 from flake8_forksafe.engine import check_source
 from flake8_forksafe.fix import fix_source
+from tests.rules._support import ALL, check_dedented, fix_dedented, run_with_modules
 
 CFG = Config(select=("FRK101",)).with_knowledge()
-ALL = Config(select=("FRK", "FRK501")).with_knowledge()
 
 
 def findings(src, cfg=CFG):
-    return [(f.code, f.line, f.col, f.fix) for f in check_source(textwrap.dedent(src), "ds.py", cfg)]
+    return [(f.code, f.line, f.col, f.fix) for f in check_dedented(src, "ds.py", cfg)]
 
 
 def fixed(src, cfg=CFG):
-    res = fix_source(textwrap.dedent(src), "ds.py", cfg, unsafe=True)
-    assert not res.errors
-    return res.source
+    return fix_dedented(src, "ds.py", cfg)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -613,24 +608,9 @@ if __name__ == "__main__":
 
 
 def _run(tmp_path: Path, sources, runner: str = RUNNER) -> subprocess.CompletedProcess:
-    for name, src in sources.items():
-        (tmp_path / f"{name}.py").write_text(src)
-    (tmp_path / "runner.py").write_text(runner)
     data = tmp_path / "data"
     data.mkdir()
-    env = dict(os.environ, PYTHONPATH=str(tmp_path), OMP_NUM_THREADS="1")
-    proc = subprocess.Popen(
-        [sys.executable, str(tmp_path / "runner.py"), str(data)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
-        start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=240)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"DataLoader run timed out:\n{out}\n{err[-3000:]}")
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return run_with_modules(tmp_path, sources, runner, data, timeout=240)
 
 
 def test_h5py_fix_is_exact():

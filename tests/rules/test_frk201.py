@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -14,21 +10,19 @@ import pytest
 from flake8_forksafe.config import Config
 from flake8_forksafe.engine import check_source
 from flake8_forksafe.fix import fix_source
+from tests.rules._support import ALL, check_dedented, clean_env, fix_dedented, run_python
 
 CFG = Config(select=("FRK201",)).with_knowledge()
-ALL = Config(select=("FRK", "FRK501")).with_knowledge()
 SPAWN = "spawn/forkserver workers cannot pickle it (it only works under fork)"
 TODO = "use a module-level function (functools.partial to bind values)"
 
 
 def findings(src, cfg=CFG):
-    return [(f.code, f.line, f.col, f.fix) for f in check_source(textwrap.dedent(src), "t.py", cfg)]
+    return [(f.code, f.line, f.col, f.fix) for f in check_dedented(src, "t.py", cfg)]
 
 
 def fixed(src, cfg=CFG):
-    res = fix_source(textwrap.dedent(src), "t.py", cfg)
-    assert not res.errors
-    return res.source
+    return fix_dedented(src, "t.py", cfg, unsafe=False)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -464,25 +458,13 @@ def test_fixed_script_runs_under_every_start_method(tmp_path):
     (tmp_path / "toy_unfixed.py").write_text(SCRIPT)
     (tmp_path / "toy_fixed.py").write_text(fix_source(SCRIPT, "toy.py", ALL).source)
     (tmp_path / "driver.py").write_text(DRIVER)
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    env.pop("PYTHONPATH", None)
-    proc = subprocess.Popen(
-        [sys.executable, str(tmp_path / "driver.py"), str(tmp_path), "toy_unfixed:fork,spawn", "toy_fixed:fork,spawn,forkserver"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        start_new_session=True,
+    proc = run_python(
+        [tmp_path / "driver.py", tmp_path, "toy_unfixed:fork,spawn", "toy_fixed:fork,spawn,forkserver"],
+        tmp_path, clean_env(PYTHONDONTWRITEBYTECODE="1"), 240,
+        lambda out, err: "the DataLoader subprocess timed out",
     )
-    try:
-        out, err = proc.communicate(timeout=240)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail("the DataLoader subprocess timed out")
-    assert proc.returncode == 0, err
-    res = json.loads(out.strip().splitlines()[-1])
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
     assert res["toy_fixed"] == {"fork": "same", "spawn": "same", "forkserver": "same"}
     unfixed = res["toy_unfixed"]
     assert unfixed["fork"] == "same"  # fork hides the bug

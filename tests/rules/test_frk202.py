@@ -7,20 +7,20 @@ import textwrap
 from flake8_forksafe.config import Config
 from flake8_forksafe.engine import check_source
 from flake8_forksafe.fix import fix_source
+from tests.rules._support import check_dedented, fix_dedented
 
 CFG = Config(select=("FRK202",)).with_knowledge()
 
 
 def findings(src):
-    return [(f.code, f.line, f.col, f.fix) for f in check_source(textwrap.dedent(src), "t.py", CFG)]
+    return [(f.code, f.line, f.col, f.fix) for f in check_dedented(src, "t.py", CFG)]
 
 
 def fixed(src):
-    res = fix_source(textwrap.dedent(src), "t.py", CFG)
-    assert not res.errors
-    again = fix_source(res.source, "t.py", CFG)
-    assert again.source == res.source  # idempotent
-    return res.source
+    out = fix_dedented(src, "t.py", CFG, unsafe=False)
+    again = fix_source(out, "t.py", CFG)
+    assert again.source == out  # idempotent
+    return out
 
 
 def test_messages():

@@ -12,20 +12,17 @@ import pytest
 
 from flake8_forksafe.config import Config
 from flake8_forksafe.engine import check_source
-from flake8_forksafe.fix import fix_source
+from tests.rules._support import ALL, check_dedented, fix_dedented
 
 CFG = Config(select=("FRK203",)).with_knowledge()
-ALL = Config(select=("FRK", "FRK501")).with_knowledge()
 
 
 def findings(src):
-    return [(f.line, f.col, f.fix) for f in check_source(textwrap.dedent(src), "m.py", CFG)]
+    return [(f.line, f.col, f.fix) for f in check_dedented(src, "m.py", CFG)]
 
 
 def fixed(src):
-    res = fix_source(textwrap.dedent(src), "m.py", CFG, unsafe=True)
-    assert not res.errors
-    return res.source
+    return fix_dedented(src, "m.py", CFG)
 
 
 LOCKS = """

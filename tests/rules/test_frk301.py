@@ -7,16 +7,15 @@ import textwrap
 import pytest
 
 from flake8_forksafe.config import Config
-from flake8_forksafe.engine import check_source
 from flake8_forksafe.fix import fix_source
+from tests.rules._support import ALL, check_dedented, fix_dedented
 
 CFG = Config(select=("FRK301",)).with_knowledge()
-ALL = Config(select=("FRK", "FRK501")).with_knowledge()
 HEAD = "import torch\nfrom torch.utils.data import DataLoader, Dataset\n"
 
 
 def check(body, cfg=CFG):
-    return check_source(HEAD + textwrap.dedent(body), "ds.py", cfg)
+    return check_dedented(body, "ds.py", cfg, HEAD)
 
 
 def findings(body, cfg=CFG):
@@ -24,9 +23,7 @@ def findings(body, cfg=CFG):
 
 
 def fixed(body, cfg=CFG):
-    res = fix_source(HEAD + textwrap.dedent(body), "ds.py", cfg, unsafe=True)
-    assert not res.errors
-    return res.source[len(HEAD):]
+    return fix_dedented(body, "ds.py", cfg, HEAD)
 
 
 def test_message():

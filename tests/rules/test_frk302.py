@@ -5,8 +5,8 @@ from __future__ import annotations
 import textwrap
 
 from flake8_forksafe.config import Config
-from flake8_forksafe.engine import check_source
 from flake8_forksafe.fix import fix_source
+from tests.rules._support import check_dedented
 
 CFG = Config(select=("FRK302",)).with_knowledge()
 BOTH = Config(select=("FRK301", "FRK302")).with_knowledge()
@@ -14,7 +14,7 @@ HEAD = "import functools\nimport torch\nfrom torch.utils.data import DataLoader,
 
 
 def check(body, cfg=CFG):
-    return check_source(HEAD + textwrap.dedent(body), "ds.py", cfg)
+    return check_dedented(body, "ds.py", cfg, HEAD)
 
 
 def findings(body, cfg=CFG):

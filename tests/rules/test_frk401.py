@@ -3,34 +3,28 @@ under spawn while the unguarded one dies while bootstrapping."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 from flake8_forksafe.config import Config
-from flake8_forksafe.engine import check_source
 from flake8_forksafe.fix import fix_source
+from tests.rules._support import check_dedented, fix_dedented, run_script
 
 CFG = Config(select=("FRK401",)).with_knowledge()
 GUARD = 'outside `if __name__ == "__main__":`: spawn/forkserver workers re-import this module and fail with a bootstrapping RuntimeError; move the script code under the guard'
 
 
 def findings(src, path="script.py", **kw):
-    return [(f.line, f.col, f.fix) for f in check_source(textwrap.dedent(src), path, CFG, **kw)]
+    return [(f.line, f.col, f.fix) for f in check_dedented(src, path, CFG, **kw)]
 
 
 def messages(src):
-    return [f.message for f in check_source(textwrap.dedent(src), "script.py", CFG)]
+    return [f.message for f in check_dedented(src, "script.py", CFG)]
 
 
 def fixed(src):
-    res = fix_source(textwrap.dedent(src), "script.py", CFG)
-    assert not res.errors
-    return res.source
+    return fix_dedented(src, "script.py", CFG, unsafe=False)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -365,22 +359,6 @@ def total(loader):
 loader = DataLoader(Squares(), batch_size=4, num_workers=2, multiprocessing_context="spawn", persistent_workers=True)
 print("total", total(loader))
 '''
-
-
-def run_script(path, timeout=150):
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    proc = subprocess.Popen(
-        [sys.executable, str(path)], cwd=str(path.parent), env=env, start_new_session=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"{path.name} did not finish in {timeout}s:\n{err[-2000:]}")
-    return proc.returncode, out, err
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ import pytest
 from flake8_forksafe.config import Config
 from flake8_forksafe.engine import check_source
 from flake8_forksafe.fix import fix_source
+from tests.rules._support import check_dedented, fix_dedented
 
 CFG = Config(select=("FRK402",)).with_knowledge()
 BOTH = Config(select=("FRK402", "FRK403")).with_knowledge()
@@ -21,13 +22,11 @@ MESSAGE = (
 
 
 def findings(src, cfg=CFG):
-    return [(f.code, f.line, f.col, f.fix) for f in check_source(textwrap.dedent(src), "job.py", cfg)]
+    return [(f.code, f.line, f.col, f.fix) for f in check_dedented(src, "job.py", cfg)]
 
 
 def fixed(src, cfg=CFG):
-    res = fix_source(textwrap.dedent(src), "job.py", cfg)
-    assert not res.errors
-    return res.source
+    return fix_dedented(src, "job.py", cfg, unsafe=False)
 
 
 def test_message_and_position():

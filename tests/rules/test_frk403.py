@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
 from flake8_forksafe.config import Config
 from flake8_forksafe.engine import check_source
-from flake8_forksafe.fix import fix_source
+from tests.rules._support import check_dedented, fix_dedented, run_script
 
 CFG = Config(select=("FRK403",)).with_knowledge()
 MESSAGE = (
@@ -23,13 +17,11 @@ MESSAGE = (
 
 
 def findings(src):
-    return [(f.line, f.col, f.fix) for f in check_source(textwrap.dedent(src), "job.py", CFG)]
+    return [(f.line, f.col, f.fix) for f in check_dedented(src, "job.py", CFG)]
 
 
 def fixed(src):
-    res = fix_source(textwrap.dedent(src), "job.py", CFG)
-    assert not res.errors
-    return res.source
+    return fix_dedented(src, "job.py", CFG, unsafe=False)
 
 
 def test_message():
@@ -114,22 +106,6 @@ def main():
 if __name__ == "__main__":
     main()
 '''
-
-
-def run_script(path, timeout=150):
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    proc = subprocess.Popen(
-        [sys.executable, str(path)], cwd=str(path.parent), env=env, start_new_session=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"{path.name} did not finish in {timeout}s:\n{err[-2000:]}")
-    return proc.returncode, out, err
 
 
 @pytest.mark.slow

@@ -7,20 +7,17 @@ import textwrap
 import pytest
 
 from flake8_forksafe.config import Config
-from flake8_forksafe.engine import check_source
-from flake8_forksafe.fix import fix_source
+from tests.rules._support import check_dedented, fix_dedented
 
 CFG = Config(select=("FRK404",)).with_knowledge()
 
 
 def check(src, cfg=CFG):
-    return check_source(textwrap.dedent(src), "train.py", cfg)
+    return check_dedented(src, "train.py", cfg)
 
 
 def fixed(src):
-    res = fix_source(textwrap.dedent(src), "train.py", CFG, unsafe=True)
-    assert not res.errors
-    return res.source
+    return fix_dedented(src, "train.py", CFG)
 
 
 def test_message_and_position_of_keyword():

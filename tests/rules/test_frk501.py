@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
 from flake8_forksafe.config import Config
 from flake8_forksafe.engine import check_source
-from flake8_forksafe.fix import fix_source
+from tests.rules._support import check_dedented, fix_dedented
 
 CFG = Config(select=("FRK501",)).with_knowledge()
 HEAD = "import multiprocessing as mp\nfrom torch.utils.data import DataLoader\n"
 
 
 def findings(src, cfg=CFG):
-    return [(f.line, f.col, f.fix) for f in check_source(textwrap.dedent(src), "data.py", cfg)]
+    return [(f.line, f.col, f.fix) for f in check_dedented(src, "data.py", cfg)]
 
 
 def fixed(src):
-    res = fix_source(textwrap.dedent(src), "data.py", CFG)
-    assert not res.errors
-    return res.source
+    return fix_dedented(src, "data.py", CFG, unsafe=False)
 
 
 def test_off_by_default():

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -15,19 +11,17 @@ import pytest
 from flake8_forksafe.config import Config
 from flake8_forksafe.engine import check_source
 from flake8_forksafe.fix import fix_source
+from tests.rules._support import ALL, check_dedented, fix_dedented, run_with_modules
 
 CFG = Config(select=("FRK601",)).with_knowledge()
-ALL = Config(select=("FRK", "FRK501")).with_knowledge()
 
 
 def findings(src, cfg=CFG):
-    return [(f.code, f.line, f.col, f.fix) for f in check_source(textwrap.dedent(src), "ds.py", cfg)]
+    return [(f.code, f.line, f.col, f.fix) for f in check_dedented(src, "ds.py", cfg)]
 
 
 def fixed(src, cfg=CFG):
-    res = fix_source(textwrap.dedent(src), "ds.py", cfg, unsafe=True)
-    assert not res.errors
-    return res.source
+    return fix_dedented(src, "ds.py", cfg)
 
 
 HEAD = """\
@@ -393,23 +387,9 @@ def test_fixed_rng_differs_per_worker_under_fork_and_spawn(tmp_path: Path):
     assert not res.errors and res.changed
     assert [f.code for f in check_source(DATASET, "ds.py", CFG)] == ["FRK601"] * 3
     assert check_source(res.source, "ds.py", ALL) == []
-    (tmp_path / "ds_unfixed.py").write_text(DATASET)
-    (tmp_path / "ds_fixed.py").write_text(res.source)
-    (tmp_path / "runner.py").write_text(RUNNER)
-    env = dict(os.environ, PYTHONPATH=str(tmp_path), OMP_NUM_THREADS="1")
-    proc = subprocess.Popen(
-        [sys.executable, str(tmp_path / "runner.py")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
-        start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=180)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"DataLoader run timed out:\n{out}\n{err[-3000:]}")
-    assert proc.returncode == 0, err[-3000:]
-    r = json.loads(out.strip().splitlines()[-1])
+    proc = run_with_modules(tmp_path, {"ds_unfixed": DATASET, "ds_fixed": res.source}, RUNNER, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
 
     # unfixed, fork: both workers replay the same stream, and the next epoch replays it again
     ep1, ep2 = r["unfixed_fork"]
