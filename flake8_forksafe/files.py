@@ -27,6 +27,16 @@ def _excluded(path: Path, patterns: Sequence[str], root: Path) -> bool:
     return False
 
 
+def _force_excluded(path: Path, patterns: Sequence[str], root: Path) -> bool:
+    """The file or one of its directories below the project root matches an exclude pattern."""
+    try:
+        rel = path.resolve().relative_to(root)
+    except ValueError:
+        rel = Path(os.path.normpath(path))
+    parts = rel.parts
+    return any(_excluded(root.joinpath(*parts[: i + 1]), patterns, root) for i in range(len(parts)))
+
+
 def discover(paths: Sequence[str], config: Config) -> Tuple[List[str], List[str]]:
     """Return (files, errors). Files named explicitly are checked even when excluded, unless
     ``force-exclude`` is set (as in ruff: pre-commit names every file); directories
@@ -42,7 +52,7 @@ def discover(paths: Sequence[str], config: Config) -> Tuple[List[str], List[str]
             errors.append(f"{p}: no such file or directory")
             continue
         if path.is_file():
-            if config.force_exclude and _excluded(path, patterns, root):
+            if config.force_exclude and _force_excluded(path, patterns, root):
                 continue
             key = os.path.abspath(p)
             if key not in seen:

@@ -32,8 +32,8 @@ HAZARD = textwrap.dedent(
     """
 )
 MSG = (
-    "lmdb.open() opened in Frames.__init__ and kept in self.env: forked DataLoader workers share it "
-    "and spawn cannot pickle it; open it lazily per worker process"
+    "lmdb.open() opened in Frames.__init__ and kept in self.env: forked DataLoader workers share the "
+    "parent's handle and spawn workers cannot pickle it; open it lazily in each worker process"
 )
 
 

@@ -57,8 +57,8 @@ def test_hook_manifest_is_what_pre_commit_expects(hook_repo, pre_commit):
     assert set(hooks) == {"forksafe", "forksafe-fix"}
     for h in hooks.values():
         assert h["language"] == "python" and h["types"] == ["python"]
-    assert hooks["forksafe"]["entry"] == "forksafe check"
-    assert hooks["forksafe-fix"]["entry"] == "forksafe fix"
+    assert hooks["forksafe"]["entry"] == "forksafe check --force-exclude"
+    assert hooks["forksafe-fix"]["entry"] == "forksafe fix --force-exclude"
 
 
 def test_check_hook_fails_and_names_the_findings(hook_repo, git_project, pre_commit):
