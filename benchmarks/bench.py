@@ -414,6 +414,13 @@ def _fmt_table(results: list[Result], base: Result | None) -> str:
     return "\n".join([line(head), sep, *(line(r) for r in rows)])
 
 
+def _loadavg() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
 def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b > 0 else "-"
 
@@ -447,6 +454,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="afterwards profile `forksafe check --jobs 1` over the corpus and print "
                          "the top N flake8_forksafe functions by cumulative time")
+    ap.add_argument("--by", choices=("wall", "cpu"), default="wall",
+                    help="time the PASS/FAIL verdicts compare (default wall; cpu is steadier on "
+                         "a machine busy with other work)")
     ap.add_argument("--keep-output", action="store_true",
                     help="keep the tools' stdout/stderr (the path is printed)")
     ap.add_argument("-v", "--verbose", action="store_true")
@@ -468,6 +478,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {platform.platform()}, {ncpu} CPU(s), Python {platform.python_version()} "
           f"(tools run with {python})")
 
+    load_before = _loadavg()
+    if load_before is not None and load_before > 0.5 * ncpu:
+        print(f"!! load average {load_before:.1f} on {ncpu} CPU(s): the machine is busy, wall "
+              "times will be inflated; compare the cpu columns (or --by cpu)")
     workdir = Path(tempfile.mkdtemp(prefix="forksafe-bench-"))
     listfile = workdir / "files.txt"
     listfile.write_text("\n".join(files) + "\n", encoding="utf-8")
@@ -580,43 +594,60 @@ def main(argv: list[str] | None = None) -> int:
     print("  of the largest single process (ru_maxrss); x ast.parse = wall / ast.parse loop wall;")
     print("  cpu x ast = the same with cpu s (less sensitive to other load on the machine).")
 
+    load_after = _loadavg()
+    if load_after is not None and load_after > 0.5 * ncpu:
+        print(f"!! load average {load_after:.1f} on {ncpu} CPU(s) at the end: wall times are "
+              "inflated by other work on the machine; the cpu columns are steadier")
+
     # Targets
     targets = []
 
     def target(name, value, ok, detail):
-        targets.append({"target": name, "value": value, "pass": ok, "detail": detail})
+        targets.append({"target": name, "value": value, "pass": ok, "detail": detail,
+                        "by": args.by})
 
-    r = frk1.wall / base.wall if frk1.ok else None
+    by = args.by  # which time the verdicts use: "wall" (default) or "cpu"
+    other = "cpu" if by == "wall" else "wall"
+
+    def t_(r: Result, which: str) -> float:
+        return r.cpu if which == "cpu" else r.wall
+
+    def describe(a: float, b: float, a_other: float, b_other: float, extra: str = "") -> str:
+        return (f"{by} {a:.2f} s vs {b:.2f} s{extra}; {other}: {_ratio(a_other, b_other)}")
+
+    r = t_(frk1, by) / t_(base, by) if frk1.ok and t_(base, by) > 0 else None
     target("forksafe check (1 process) <= 1.5x ast.parse loop",
            r, None if r is None else r <= TARGET_AST_RATIO,
-           f"{frk1.wall:.2f} s vs {base.wall:.2f} s; cpu {_ratio(frk1.cpu, base.cpu)}")
+           describe(t_(frk1, by), t_(base, by), t_(frk1, other), t_(base, other)))
     if tf:
-        sp = tf.wall / frk1.wall if frk1.ok and tf.ok else None
+        sp = t_(tf, by) / t_(frk1, by) if frk1.ok and tf.ok else None
         label = "extrapolated" if tf.extrapolated_from else "measured"
         target(f"TorchFix / forksafe check (1 process) >= 50x [{label}]",
                sp, None if sp is None else sp >= TARGET_TORCHFIX_SPEEDUP,
-               f"{tf.wall:.1f} s vs {frk1.wall:.2f} s over {len(files)} files; "
-               f"cpu {_ratio(tf.cpu, frk1.cpu)}")
+               describe(t_(tf, by), t_(frk1, by), t_(tf, other), t_(frk1, other),
+                        f" over {len(files)} files"))
         if tf_sample_frk:
-            sp2 = (tf.measured_wall / tf_sample_frk.wall) if tf_sample_frk.ok and tf.ok else None
+            tf_sample = {"wall": tf.measured_wall, "cpu": tf_sample_cpu}
+            sp2 = (tf_sample[by] / t_(tf_sample_frk, by)
+                   if tf_sample_frk.ok and tf.ok else None)
             target(f"TorchFix / forksafe check (1 process) >= 50x [same {tf.extrapolated_from} "
                    f"files, measured]", sp2,
                    None if sp2 is None else sp2 >= TARGET_TORCHFIX_SPEEDUP,
-                   f"{tf.measured_wall:.1f} s vs {tf_sample_frk.wall:.2f} s "
-                   "(includes each tool's start-up); "
-                   f"cpu {_ratio(tf_sample_cpu, tf_sample_frk.cpu)}")
+                   describe(tf_sample[by], t_(tf_sample_frk, by), tf_sample[other],
+                            t_(tf_sample_frk, other), " (start-up included)"))
     if f8_plain and f8_plugin:
-        o = f8_plugin.wall / f8_plain.wall if f8_plain.ok and f8_plugin.ok else None
+        o = (t_(f8_plugin, by) / t_(f8_plain, by)
+             if f8_plain.ok and f8_plugin.ok else None)
         target("flake8 + FRK <= 1.15x flake8 defaults (-j 1)",
                o, None if o is None else o <= TARGET_FLAKE8_OVERHEAD,
-               f"{f8_plugin.wall:.2f} s vs {f8_plain.wall:.2f} s; "
-               f"cpu {_ratio(f8_plugin.cpu, f8_plain.cpu)}")
+               describe(t_(f8_plugin, by), t_(f8_plain, by), t_(f8_plugin, other),
+                        t_(f8_plain, other)))
     target("forksafe check (1 process) peak memory < 150 MB",
            frk1.peak_mb, frk1.peak_mb < TARGET_PEAK_MB if frk1.ok else None,
            f"{frk1.peak_mb:.1f} MB")
 
     print()
-    print("targets:")
+    print(f"targets (verdicts on {by} time; --by {other} for the other):")
     for t in targets:
         v = t["value"]
         vs = "-" if v is None else (f"{v:.1f} MB" if "MB" in t["target"] else f"{v:.2f}x")
@@ -627,6 +658,7 @@ def main(argv: list[str] | None = None) -> int:
             "corpus": {"files": len(files), "mb": corpus.total_mb, "sources": corpus.sources,
                        "limit": args.corpus_limit},
             "machine": {"platform": platform.platform(), "cpus": ncpu,
+                        "loadavg_before": load_before, "loadavg_after": _loadavg(),
                         "python": python, "python_version": platform.python_version()},
             "versions": versions,
             "repeat": args.repeat,

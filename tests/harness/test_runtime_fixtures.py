@@ -163,3 +163,11 @@ def test_descriptor_probe_unavailable_is_said_not_hidden(monkeypatch):
     c = res["fork"]
     assert c.verdict == "ok" and not c.findings  # h5py's data is right: only the probe could tell
     assert c.notes == ["inherited-descriptor probe unavailable: no /proc and no kcmp on this system"]
+
+
+@pytest.mark.slow
+def test_without_the_zygote_each_case_is_a_fresh_interpreter(monkeypatch):
+    monkeypatch.setenv("FORKSAFE_ZYGOTE", "0")
+    res = check_fixture(RUNTIME / "FRK203_lock.py", contexts=["spawn"])
+    assert res.verdicts() == {"spawn": "fails"}
+    assert str(res["spawn"].error) == "TypeError: cannot pickle '_thread.lock' object"
