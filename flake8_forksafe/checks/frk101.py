@@ -25,6 +25,7 @@ from flake8_forksafe.fixes.lazy_handle import (
     closed_by_with,
     getstate_leaves_out,
     is_lazy,
+    plan_derived,
     plan_lazy,
     reopens_per_process,
     helper_handles,
@@ -250,14 +251,21 @@ class DS(Dataset):
         if not h.direct:
             return "an object derived from the handle is kept"
         others = sorted({g.sa.attr for g in group if g.sa.attr != k.sa.attr})
-        if others:
-            return f"self.{others[0]} keeps an object derived from it"
         me = k.fn.self_name or "self"
+        derived = []
         for fn in a.parent_side(k.cls):
             for sa in fn.self_assigns:
                 if sa is not k.sa and _derives(a, sa.value, fn.self_name or me, k.sa.attr, h.factory):
-                    return f"self.{sa.attr} keeps an object derived from it"
-        return plan_lazy(a, k.fn, k.sa, h.call, f"{h.factory.name}()", h.factory.close)
+                    derived.append((fn, sa))
+        # objects derived from self.<attr> (self.images = self.file["images"]) can become properties
+        # of it; one derived from the handle some other way (env = ...; self.txn = env.begin()) cannot
+        via_attr = {id(sa) for _, sa in derived}
+        props = None
+        if all(id(g.sa) in via_attr for g in group if g.sa.attr != k.sa.attr):
+            props = plan_derived(a, k.fn, k.sa, derived) if derived else []
+        if props is None:
+            return f"self.{others[0] if others else derived[0][1].attr} keeps an object derived from it"
+        return plan_lazy(a, k.fn, k.sa, h.call, f"{h.factory.name}()", h.factory.close, props)
 
     @staticmethod
     def message(k: Kept, fix) -> str:

@@ -672,10 +672,81 @@ class LazyPlan:
     close_in: List[FuncInfo] = field(default_factory=list)  # __init__s that read the handle
     extend: List[Tuple[FuncInfo, cst.SimpleStatementLine, str]] = field(default_factory=list)
     add_getstate: bool = False
+    derived: List["DerivedProp"] = field(default_factory=list)  # become read-only properties
 
     @property
     def names(self) -> Names:
         return Names(self.attr)
+
+
+@dataclass(eq=False)
+class DerivedProp:
+    """``self.images = self.file["images"]`` in ``__init__``: the line goes, and ``images`` becomes a
+    property returning the same expression (derived from this process's handle on each use)."""
+
+    sa: SelfAssign
+    line: cst.SimpleStatementLine
+
+
+def _literal_chain(value: cst.BaseExpression, me: str, attr: str) -> bool:
+    """``value`` is ``self.attr`` followed by string subscripts and method calls whose arguments
+    are literals only (``self.file["images"]``, ``self.env.begin(write=False)``)."""
+    depth = 0
+    while depth < 8:
+        depth += 1
+        if isinstance(value, cst.Subscript):
+            if len(value.slice) != 1 or not isinstance(value.slice[0].slice, cst.Index):
+                return False
+            key = value.slice[0].slice.value
+            if not isinstance(key, (cst.SimpleString, cst.ConcatenatedString)) or not _is_constant(key):
+                return False
+            value = value.value
+        elif isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            if any(x.star or not _is_constant(x.value) for x in value.args):
+                return False
+            value = value.func.value
+        else:
+            return self_attr(value, me) == attr and isinstance(value, cst.Attribute)
+    return False
+
+
+def plan_derived(
+    a: Analysis, fn: FuncInfo, sa: SelfAssign, derived: Sequence[Tuple[FuncInfo, SelfAssign]]
+) -> Optional[List[DerivedProp]]:
+    """The ``derived`` attributes (kept objects derived from ``self.<sa.attr>``) as read-only
+    properties, or None when one of them cannot be: each must be assigned once, with a plain ``=``
+    on a line of its own at the top of ``fn`` (an ``__init__``, the handle's own method), from an
+    expression of nothing but ``self.<sa.attr>`` and literals, in a class that does not define it."""
+    owner = fn.cls
+    if owner is None or fn.name != "__init__" or fn.self_name != "self":
+        return None
+    if not isinstance(fn.node.body, cst.IndentedBlock):
+        return None
+    related = related_classes(a, owner)
+    out: List[DerivedProp] = []
+    seen: Set[str] = set()
+    for dfn, d in derived:
+        if dfn is not fn or d.kind != "assign" or d.value is None or d.attr in seen:
+            return None
+        seen.add(d.attr)
+        if d.attr.startswith("__") or d.attr in Names(sa.attr).private() | {sa.attr}:
+            return None
+        if not _literal_chain(d.value, "self", sa.attr):
+            return None
+        line = assignment_line(fn, d, d.value, "value")
+        if isinstance(line, str) or len(line.body) != 1 or not any(s is line for s in fn.node.body.body):
+            return None
+        for c in related:
+            if d.attr in c.methods or d.attr in c.properties or class_body_binds(c, d.attr):
+                return None
+            for g in c.methods.values():
+                if any(s.attr == d.attr and s is not d for s in g.self_assigns):
+                    return None
+                pickling = g.name in ("__getstate__", "__setstate__", "__reduce__", "__reduce_ex__")
+                if pickling and d.attr in _mentions(g)[0]:
+                    return None
+        out.append(DerivedProp(d, line))
+    return out
 
 
 def assignment_line(
@@ -825,10 +896,16 @@ def _getstate_plan(
 
 
 def plan_lazy(
-    a: Analysis, fn: FuncInfo, sa: SelfAssign, call: cst.Call, what: str, close: Optional[str]
+    a: Analysis,
+    fn: FuncInfo,
+    sa: SelfAssign,
+    call: cst.Call,
+    what: str,
+    close: Optional[str],
+    derived: Sequence[DerivedProp] = (),
 ) -> Union[LazyPlan, str]:
     """How to turn ``self.attr = call`` into a per-process lazy attribute, or why it cannot be done
-    automatically (a short phrase)."""
+    automatically (a short phrase). ``derived`` (see ``plan_derived``) become properties too."""
     owner = fn.cls
     attr = sa.attr
     if owner is not None and owner.in_function is not None:
@@ -885,13 +962,32 @@ def plan_lazy(
         import_stmt=import_stmt,
         extend=extend,
         add_getstate=add,
+        derived=list(derived),
     )
     if close:
-        plan.close_in = _inits_reading(a, owner, attr)
+        plan.close_in = _inits_reading(a, owner, attr, [(fn, d.sa) for d in derived])
     return plan
 
 
-def _inits_reading(a: Analysis, owner: ClassInfo, attr: str) -> List[FuncInfo]:
+def _reads_attr_besides(
+    fns: Sequence[FuncInfo], attr: str, derived: Sequence[Tuple[FuncInfo, SelfAssign]]
+) -> bool:
+    """Some function reads ``self.attr`` other than in the ``derived`` assignments that the fix
+    removes, or reads one of the derived attributes (now properties reading ``self.attr``)."""
+    if not derived:
+        return reads_attr(fns, attr)
+    n = sum(_loads(f).reads.get(attr, 0) for f in fns if f.self_name)
+    for dfn, d in derived:
+        if any(f is dfn for f in fns) and d.value is not None and dfn.self_name:
+            v = _SelfAttrNodes(dfn.self_name, attr)
+            d.value.visit(v)
+            n -= len(v.nodes)
+    return n > 0 or any(reads_attr(fns, d.attr) for _, d in derived)
+
+
+def _inits_reading(
+    a: Analysis, owner: ClassInfo, attr: str, derived: Sequence[Tuple[FuncInfo, SelfAssign]] = ()
+) -> List[FuncInfo]:
     """The ``__init__`` methods (of ``owner`` and its same-file subclasses) whose own code reads
     ``self.attr``: code an ``__init__`` reaches through another listed ``__init__`` (``super()``)
     is that one's, which closes the handle at its own end."""
@@ -907,7 +1003,7 @@ def _inits_reading(a: Analysis, owner: ClassInfo, attr: str) -> List[FuncInfo]:
         for other, other_reach in cands:
             if other is not init and other in reach:
                 inner |= {id(f) for f in other_reach}
-        if reads_attr([f for f in reach if id(f) not in inner], attr):
+        if _reads_attr_besides([f for f in reach if id(f) not in inner], attr, derived):
             out.append(init)
     return out
 
@@ -1008,6 +1104,19 @@ def _members(module: cst.Module, plan: LazyPlan, new_args: List[str]) -> List[st
             f"{ind}handle.{plan.close}()",
         ]
         out.append(f"def {n.close}(self):{nl}" + "".join(f"{ind}{x}{nl}" for x in close_body))
+    for d in plan.derived:
+        assert d.sa.value is not None
+        body = [f"# {c.value.lstrip('#').strip()}" for c in _line_comments(d.line)]
+        body.append(f"return {module.code_for_node(d.sa.value)}")
+        out.append(f"@property{nl}def {d.sa.attr}(self):{nl}" + "".join(f"{ind}{x}{nl}" for x in body))
+    return out
+
+
+def _line_comments(line: cst.SimpleStatementLine) -> List[cst.Comment]:
+    """The comments above and at the end of a line (they move with the line into its property)."""
+    out = [e.comment for e in line.leading_lines if e.comment is not None]
+    if line.trailing_whitespace.comment is not None:
+        out.append(line.trailing_whitespace.comment)
     return out
 
 
@@ -1110,8 +1219,10 @@ class _LazyTransformer(ClassRewrite):
         self.a = a
         self.plans = list(plans)
         self.by_line: Dict[int, List[LazyPlan]] = {}
+        self.removed: Set[int] = set()  # derived lines that became properties
         for p in self.plans:
             self.by_line.setdefault(id(p.line), []).append(p)
+            self.removed |= {id(d.line) for d in p.derived}
         self.closes: Dict[int, List[str]] = {}  # __init__ node -> close calls to append
         self.self_name: Dict[int, str] = {}
         self.new_args: Dict[int, Tuple[List[str], List[str], List[str]]] = {}
@@ -1131,7 +1242,9 @@ class _LazyTransformer(ClassRewrite):
 
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
-    ) -> Union[cst.BaseStatement, cst.FlattenSentinel[cst.BaseStatement]]:
+    ) -> Union[cst.BaseStatement, cst.FlattenSentinel[cst.BaseStatement], cst.RemovalSentinel]:
+        if id(original_node) in self.removed:
+            return cst.RemovalSentinel.REMOVE
         plans = self.by_line.get(id(original_node))
         if not plans:
             return updated_node

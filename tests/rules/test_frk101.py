@@ -318,13 +318,35 @@ def test_fix_local_import_is_repeated_in_the_property():
     assert out.index("import os") < out.index("class DS")
 
 
+def test_fix_derived_attribute_becomes_property():
+    src = """
+    import h5py
+    from torch.utils.data import Dataset
+
+    class DS(Dataset):
+        def __init__(self, p):
+            self.f = h5py.File(p, "r")
+            self.x = self.f["x"]
+            self.n = len(self.x)
+    """
+    out = fixed(src)
+    assert "self.x = " not in out
+    assert "    @property\n    def x(self):\n        return self.f[\"x\"]\n" in out
+    assert "self.n = len(self.x)\n        self._close_f()" in out
+
+
 @pytest.mark.parametrize(
     "src, reason",
     [
-        # a derived transaction from the attribute
+        # a derived transaction from the attribute, assigned again elsewhere
         ("import lmdb\nfrom torch.utils.data import Dataset\n\nclass DS(Dataset):\n    def __init__(self, p):\n"
-         "        self.env = lmdb.open(p)\n        self.txn = self.env.begin()\n",
+         "        self.env = lmdb.open(p)\n        self.txn = self.env.begin()\n\n    def reset(self):\n"
+         "        self.txn = None\n",
          "self.txn keeps an object derived from it"),
+        # a derived object built from more than the attribute and literals
+        ("import h5py\nfrom torch.utils.data import Dataset\n\nclass DS(Dataset):\n    def __init__(self, p, k):\n"
+         "        self.f = h5py.File(p, 'r')\n        self.x = self.f[k]\n",
+         "self.x keeps an object derived from it"),
         # the attribute is reassigned elsewhere
         ("import lmdb\nfrom torch.utils.data import Dataset\n\nclass DS(Dataset):\n    def __init__(self, p):\n"
          "        self.env = lmdb.open(p)\n\n    def close(self):\n        self.env = None\n",
