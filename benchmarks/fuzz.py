@@ -11,6 +11,7 @@ import argparse
 import importlib.util
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, seed, settings
@@ -36,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=("check", "fix", "text"), action="append",
                     help="run only these properties (repeatable; default: all)")
     args = ap.parse_args(argv)
+    # Generated programs such as `1()` make compile() warn; that is noise here.
+    warnings.filterwarnings("ignore", category=SyntaxWarning)
     props = _load_properties()
 
     cfg = settings(

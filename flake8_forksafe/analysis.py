@@ -274,6 +274,13 @@ class _Indexer(cst.CSTVisitor):
         self.stmt_stack: List[cst.CSTNode] = []
         self.top: Optional[cst.CSTNode] = None
 
+    # The attribute-level hooks (visit_<Node>_<field>) are unused: skip libcst's per-field dispatch.
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        return None
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        return None
+
     # -- statements
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.SimpleStatementLine)):
@@ -530,8 +537,7 @@ class Analysis:
     def _collect_imports(self) -> None:
         # Imports anywhere in the file count (local imports inside functions included); a cheap
         # pre-pass over statements so that call sites can be resolved during the main walk.
-        collector = _ImportCollector(self)
-        self.module.visit(collector)
+        _ImportCollector(self).collect(self.module.body)
 
     # -- names
     def qualify(self, node: cst.BaseExpression) -> Optional[str]:
@@ -921,29 +927,46 @@ class _IdSet:
         return id(item) in self.ids
 
 
-class _ImportCollector(cst.CSTVisitor):
-    """First pass: imports only (function bodies included), so qualify() works during the index walk."""
+class _ImportCollector:
+    """First pass: imports only (function and class bodies included), so qualify() works during
+    the index walk. A walk over statement bodies, not a visitor: expressions cannot import."""
 
     def __init__(self, a: Analysis) -> None:
         self.ix = _Indexer(a)
 
-    def visit_Import(self, node: cst.Import) -> bool:
-        self.ix.visit_Import(node)
-        return False
+    def collect(self, body: Sequence[cst.CSTNode]) -> None:
+        for stmt in body:  # in source order: a later import of a name wins, as in Python
+            if isinstance(stmt, cst.SimpleStatementLine):
+                self._smalls(stmt.body)
+            elif isinstance(stmt, cst.BaseCompoundStatement):
+                for suite in _bodies(stmt):
+                    if isinstance(suite, cst.IndentedBlock):
+                        self.collect(suite.body)
+                    elif isinstance(suite, cst.SimpleStatementSuite):
+                        self._smalls(suite.body)
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        self.ix.visit_ImportFrom(node)
-        return False
+    def _smalls(self, smalls: Sequence[cst.BaseSmallStatement]) -> None:
+        for small in smalls:
+            if isinstance(small, cst.Import):
+                self.ix.visit_Import(small)
+            elif isinstance(small, cst.ImportFrom):
+                self.ix.visit_ImportFrom(small)
 
-    # expressions cannot contain imports: skip them for speed
-    def visit_Expr(self, node: cst.Expr) -> bool:
-        return False
 
-    def visit_Assign(self, node: cst.Assign) -> bool:
-        return False
-
-    def visit_Return(self, node: cst.Return) -> bool:
-        return False
+def _bodies(stmt: cst.BaseCompoundStatement) -> List[cst.BaseSuite]:
+    out = [stmt.body]
+    orelse = getattr(stmt, "orelse", None)
+    while orelse is not None:
+        out.append(orelse.body)
+        orelse = getattr(orelse, "orelse", None) if isinstance(orelse, cst.If) else None
+    for h in getattr(stmt, "handlers", ()) or ():
+        out.append(h.body)
+    final = getattr(stmt, "finalbody", None)
+    if final is not None:
+        out.append(final.body)
+    for case in getattr(stmt, "cases", ()) or ():
+        out.append(case.body)
+    return out
 
 
 def imports_torch(stmt: cst.CSTNode) -> bool:

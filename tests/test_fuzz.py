@@ -18,6 +18,7 @@ from __future__ import annotations
 import textwrap
 
 import libcst
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesmith import from_grammar
@@ -26,6 +27,9 @@ from flake8_forksafe.engine import SourceError, check_source
 from flake8_forksafe.fix import fix_source
 
 PATH = "fuzz_example.py"
+
+# Generated programs such as `1()` make compile() warn (hypothesmith compiles each one too).
+pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")
 
 # Real-looking DataLoader code with hazards of every family (handles, RNG, lambdas, CUDA,
 # start method, generators, unpicklable attributes).
