@@ -11,6 +11,7 @@ import argparse
 import importlib.util
 import sys
 import time
+import traceback
 import warnings
 from pathlib import Path
 
@@ -91,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # report and go on with the other properties
             failed.append(name)
             print(f"{name}: FAILED: {type(exc).__name__}: {exc}", flush=True)
+            for note in getattr(exc, "__notes__", ()):  # Hypothesis's falsifying example
+                print(f"    {note}", flush=True)
+            traceback.print_exception(exc, limit=-6)
         else:
             dt = time.perf_counter() - counter["t0"]
             print(f"{name}: OK, {counter['n']} runs in {dt:.0f} s", flush=True)

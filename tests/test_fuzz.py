@@ -19,7 +19,7 @@ import textwrap
 
 import libcst
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesmith import from_grammar
 
@@ -243,6 +243,10 @@ def test_fix_parses_and_is_idempotent(source, unsafe, as_bytes):
 @settings(max_examples=60, deadline=None)
 @given(source=st.one_of(st.text(), st.binary(),
                         st.builds(_join, st.sampled_from(SEEDS), st.text())))
+# Found by benchmarks/fuzz.py: libcst's parser accepts identifiers with characters newer than
+# the running Python's Unicode tables, then its Name validation raises CSTValidationError.
+@example("x\U0001e5d0 = 1\n")
+@example(SEEDS[0] + "\U0001e5d0\n")
 def test_check_arbitrary_input_raises_only_source_error(source):
     assert_check_ok(source)
 
