@@ -155,6 +155,8 @@ def parse(text: str, path: str = "<string>") -> cst.Module:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         raise SourceError(_syntax_message(text, exc)) from None
+    except cst.CSTValidationError as exc:  # e.g. identifiers newer than this Python's Unicode tables
+        raise SourceError(f"skipped: syntax not supported: {_one_line(exc)[:160]}") from None
     except RecursionError:
         raise SourceError("skipped: nesting too deep to parse") from None
     except (ValueError, MemoryError) as exc:
