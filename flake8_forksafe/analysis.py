@@ -954,7 +954,8 @@ class _ImportCollector:
 
 
 def _bodies(stmt: cst.BaseCompoundStatement) -> List[cst.BaseSuite]:
-    out = [stmt.body]
+    body = getattr(stmt, "body", None)  # `match` has only cases
+    out = [body] if body is not None else []
     orelse = getattr(stmt, "orelse", None)
     while orelse is not None:
         out.append(orelse.body)
