@@ -14,7 +14,6 @@ from functools import cached_property
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
-import libcst.matchers as m
 
 from flake8_forksafe.knowledge import Knowledge
 

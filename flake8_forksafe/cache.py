@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -33,8 +34,15 @@ def config_key(config: Config) -> str:
 
 class Cache:
     def __init__(self, root: Path, config: Config) -> None:
-        self.dir = root / CACHE_DIR / config_key(config)
+        self.root = root
+        self.config = config
         self.ok = True
+
+    @functools.cached_property
+    def dir(self) -> Path:
+        # computed on first use: the key loads the rule classes, which files that fail the
+        # pre-filter never need
+        return self.root / CACHE_DIR / config_key(self.config)
 
     def _path(self, digest: str) -> Path:
         return self.dir / digest[:2] / f"{digest}.json"

@@ -203,6 +203,13 @@ def run_check(files: List[str], cfg: Config, use_cache: bool, stdin_name: Option
     if jobs <= 1:
         cache = _make_cache(cfg) if use_cache else None
         return [check_file(p, cfg, cache=cache) for p in files]
+    import multiprocessing
+
+    if multiprocessing.get_start_method() == "fork":
+        # workers inherit what the parent imported: load libcst and the rules once, not per worker
+        from flake8_forksafe.checks import ALL_RULES  # noqa: F401
+
+        import flake8_forksafe.analysis  # noqa: F401
     with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(cfg, use_cache)) as pool:
         return list(pool.map(_check_in_worker, files, chunksize=max(1, len(files) // (jobs * 8))))
 

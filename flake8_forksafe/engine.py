@@ -10,14 +10,18 @@ import io
 import re
 import tokenize
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar, Dict, Iterator, List, Optional, Sequence, Tuple, Union
-
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from flake8_forksafe import prefilter
-from flake8_forksafe.analysis import Analysis
 from flake8_forksafe.config import Config
+
+if TYPE_CHECKING:  # pragma: no cover
+    import libcst as cst
+
+    from flake8_forksafe.analysis import Analysis
+
+# libcst (~0.3 s to import) and the analysis are imported by the functions that parse, so that a
+# run whose files all fail the pre-filter never loads them.
 
 SAFE = "safe"
 UNSAFE = "unsafe"
@@ -149,6 +153,8 @@ def nesting_depth(text: str) -> int:
 
 
 def parse(text: str, path: str = "<string>") -> cst.Module:
+    import libcst as cst
+
     if nesting_depth(text) > MAX_NESTING:
         raise SourceError(f"skipped: nesting deeper than {MAX_NESTING} levels")
     try:
@@ -198,11 +204,15 @@ def run_rules(a: Analysis, rules: Sequence[Rule]) -> List[Tuple[Rule, Report]]:
 
 
 def positions(module: cst.Module) -> Any:
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
     return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
 def node_start(pos: Any, node: cst.CSTNode) -> Tuple[int, int, int, int]:
     """(line, col, end_line, end_col); defs point at the ``def``/``class`` keyword, not a decorator."""
+    import libcst as cst
+
     rng = pos[node]
     line, col = rng.start.line, rng.start.column
     if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
@@ -228,6 +238,8 @@ def file_noqa(lines: Sequence[str]) -> bool:
 
 
 def analyse(text: str, config: Config, path: str = "<string>") -> Analysis:
+    from flake8_forksafe.analysis import Analysis
+
     return Analysis(parse(text, path), config.knowledge, path)
 
 

@@ -1,14 +1,15 @@
 """The flake8 plugin: ``flake8 --select FRK``. Same engine, same findings as ``forksafe check``.
 
 flake8 does the selection and ``noqa`` itself, so every rule runs here and no noqa filtering is done.
-The plugin asks flake8 for ``lines`` (already read and decoded) and never for the ``ast`` tree.
+The plugin takes flake8's ``lines`` (already read and decoded) and flake8's ``ast`` tree (already
+parsed for pyflakes), so the pre-filter parses nothing: only files that pass it reach libcst.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterator, List, Optional, Tuple
 
-from flake8_forksafe import __version__
+from flake8_forksafe import __version__, prefilter
 from flake8_forksafe.config import Config, ConfigError
 from flake8_forksafe.engine import SourceError, check_source
 
@@ -19,6 +20,7 @@ class ForkSafeChecker:
     _config: Optional[Config] = None
 
     def __init__(self, tree: Any = None, lines: Optional[List[str]] = None, filename: str = "stdin") -> None:
+        self.tree = tree
         self.lines = lines or []
         self.filename = filename
 
@@ -49,8 +51,11 @@ class ForkSafeChecker:
 
             ForkSafeChecker._config = Config(select=ALL_CODES).with_knowledge()
         config = self._config
+        text = "".join(self.lines)
+        if not prefilter.could_have_findings(text, config.knowledge, tree=self.tree):
+            return
         try:
-            findings = check_source("".join(self.lines), self.filename, config, noqa=False)
+            findings = check_source(text, self.filename, config, prefilter=False, noqa=False)
         except SourceError:
             return  # flake8 reports E902/E999 for files it cannot read or parse
         except RecursionError:

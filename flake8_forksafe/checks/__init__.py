@@ -1,43 +1,54 @@
-"""The one place rules are registered. A rule is one class in one module of this package."""
+"""The one place rules are registered. A rule is one class in one module of this package.
+
+The module of rule ``FRKnnn`` is ``checks/frknnn.py``. The rule classes (and libcst with them) are
+imported on first use of ``ALL_RULES`` / ``BY_CODE``: a run whose files all fail the pre-filter,
+or one that only validates codes, never pays for them.
+"""
 
 from __future__ import annotations
 
-from typing import List, Type
+import importlib
+from typing import TYPE_CHECKING, Dict, List, Type
 
-from flake8_forksafe.checks.frk101 import HandleOpenedInInit
-from flake8_forksafe.checks.frk102 import ModuleLevelHandle
-from flake8_forksafe.checks.frk103 import LazyHandleOpenedByParent
-from flake8_forksafe.checks.frk201 import LambdaInDataset
-from flake8_forksafe.checks.frk202 import LocalFunctionInDataset
-from flake8_forksafe.checks.frk203 import UnpicklableObjectOnDataset
-from flake8_forksafe.checks.frk301 import CudaInDatasetInit
-from flake8_forksafe.checks.frk302 import CudaInWorker
-from flake8_forksafe.checks.frk401 import MissingMainGuard
-from flake8_forksafe.checks.frk402 import StartMethodAfterTorchImport
-from flake8_forksafe.checks.frk403 import StartMethodWithoutForce
-from flake8_forksafe.checks.frk404 import ForkWithCuda
-from flake8_forksafe.checks.frk501 import SpawnWorkersNotPersistent
-from flake8_forksafe.checks.frk601 import RngCreatedInInit
-from flake8_forksafe.checks.frk602 import ConstantWorkerSeed
-from flake8_forksafe.engine import Rule
+if TYPE_CHECKING:  # pragma: no cover
+    from flake8_forksafe.engine import Rule
 
-ALL_RULES: List[Type[Rule]] = [
-    HandleOpenedInInit,
-    ModuleLevelHandle,
-    LazyHandleOpenedByParent,
-    LambdaInDataset,
-    LocalFunctionInDataset,
-    UnpicklableObjectOnDataset,
-    CudaInDatasetInit,
-    CudaInWorker,
-    MissingMainGuard,
-    StartMethodAfterTorchImport,
-    StartMethodWithoutForce,
-    ForkWithCuda,
-    SpawnWorkersNotPersistent,
-    RngCreatedInInit,
-    ConstantWorkerSeed,
-]
+# code -> class name, in catalogue order
+REGISTRY: Dict[str, str] = {
+    "FRK101": "HandleOpenedInInit",
+    "FRK102": "ModuleLevelHandle",
+    "FRK103": "LazyHandleOpenedByParent",
+    "FRK201": "LambdaInDataset",
+    "FRK202": "LocalFunctionInDataset",
+    "FRK203": "UnpicklableObjectOnDataset",
+    "FRK301": "CudaInDatasetInit",
+    "FRK302": "CudaInWorker",
+    "FRK401": "MissingMainGuard",
+    "FRK402": "StartMethodAfterTorchImport",
+    "FRK403": "StartMethodWithoutForce",
+    "FRK404": "ForkWithCuda",
+    "FRK501": "SpawnWorkersNotPersistent",
+    "FRK601": "RngCreatedInInit",
+    "FRK602": "ConstantWorkerSeed",
+}
 
-ALL_CODES = tuple(r.code for r in ALL_RULES)
-BY_CODE = {r.code: r for r in ALL_RULES}
+ALL_CODES = tuple(REGISTRY)
+
+
+def _load() -> List["Type[Rule]"]:
+    rules = []
+    for code, cls in REGISTRY.items():
+        rule = getattr(importlib.import_module(f"{__name__}.{code.lower()}"), cls)
+        if rule.code != code:  # pragma: no cover - a registry typo
+            raise RuntimeError(f"{__name__}.{code.lower()}.{cls} declares code {rule.code}, registered as {code}")
+        rules.append(rule)
+    return rules
+
+
+def __getattr__(name: str):
+    if name in ("ALL_RULES", "BY_CODE"):
+        rules = _load()
+        globals()["ALL_RULES"] = rules
+        globals()["BY_CODE"] = {r.code: r for r in rules}
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

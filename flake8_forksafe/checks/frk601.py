@@ -192,6 +192,12 @@ class DS(Dataset):
             worker = a.worker_side(cls)
             if not worker:
                 continue
+            parent = a.parent_side(cls)
+            # cheap first: most datasets keep no RNG object, and the visitors below are not cheap
+            if not any(
+                kept_rngs(a, sa, fn) for fn in parent for sa in fn.self_assigns if sa.kind in ("assign", "container")
+            ):
+                continue
             if renewal is None:
                 renewal = worker_init_renewal(a)
             drawn: Set[str] = set()
@@ -201,7 +207,6 @@ class DS(Dataset):
             hooks = [m for m in (a.resolve_method(cls, name) for name in renewal.methods) if m is not None]
             if hooks:
                 renewed |= renewed_worker_side(a, a.closure(cls, hooks))
-            parent = a.parent_side(cls)
             handed: Dict[str, bool] = {}  # attr -> the RNG object is passed to something on the parent side
             for fn in parent:
                 for sa in fn.self_assigns:
