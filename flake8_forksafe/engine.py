@@ -250,8 +250,14 @@ def check_source(
     *,
     prefilter: bool = True,
     noqa: bool = True,
+    slice_above: Optional[int] = None,
 ) -> List[Finding]:
-    """Check one file's source. Raises SourceError for a file that cannot be checked."""
+    """Check one file's source. Raises SourceError for a file that cannot be checked.
+
+    A big file is reduced to the statements a finding can involve before libcst parses it
+    (``slicing.py``; ``slice_above`` overrides the size from which it is, for tests)."""
+    from flake8_forksafe import slicing
+
     config = config or Config().with_knowledge()
     text = decode(source, path)
     if prefilter and not could_have_findings(text, config):
@@ -259,17 +265,28 @@ def check_source(
     rules = enabled_rules(config)
     if not rules:
         return []
-    a = analyse(text, config, path)
+    analysed, line_map = slicing.reduce(text, config.knowledge, slice_above)
+    if len(analysed) > slicing.MAX_ANALYSED:
+        raise SourceError(
+            f"skipped: {len(analysed) / 1e6:.1f} MB of dataset and worker code is over the "
+            f"{slicing.MAX_ANALYSED / 1e6:.0f} MB that are analysed per file"
+        )
+    a = analyse(analysed, config, path)
     found = run_rules(a, rules)
     if not found:
         return []
-    return to_findings(a, found, path, text if noqa else None)
+    return to_findings(a, found, path, text if noqa else None, line_map)
 
 
 def locate(
-    a: Analysis, found: List[Tuple[Rule, Report]], path: str, text: Optional[str]
+    a: Analysis,
+    found: List[Tuple[Rule, Report]],
+    path: str,
+    text: Optional[str],
+    line_map: Optional[List[int]] = None,
 ) -> List[Tuple[Finding, Rule, Report]]:
-    """Give each report its position; drop the ones a ``# noqa`` comment suppresses (when text given)."""
+    """Give each report its position; drop the ones a ``# noqa`` comment suppresses (when text given).
+    ``line_map`` gives the original line of each line of a reduced module (``slicing.reduce``)."""
     pos = positions(a.module)
     lines = text.splitlines() if text is not None else []
     if text is not None and file_noqa(lines):
@@ -277,6 +294,8 @@ def locate(
     out = []
     for rule, rep in found:
         line, col, end_line, end_col = node_start(pos, rep.node)
+        if line_map is not None:
+            line, end_line = line_map[line - 1], line_map[end_line - 1]
         if text is not None and 0 < line <= len(lines) and noqa_suppresses(lines[line - 1], rule.code):
             continue
         finding = Finding(
@@ -295,5 +314,11 @@ def locate(
     return out
 
 
-def to_findings(a: Analysis, found: List[Tuple[Rule, Report]], path: str, text: Optional[str]) -> List[Finding]:
-    return [f for f, _, _ in locate(a, found, path, text)]
+def to_findings(
+    a: Analysis,
+    found: List[Tuple[Rule, Report]],
+    path: str,
+    text: Optional[str],
+    line_map: Optional[List[int]] = None,
+) -> List[Finding]:
+    return [f for f, _, _ in locate(a, found, path, text, line_map)]

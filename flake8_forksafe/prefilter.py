@@ -24,7 +24,8 @@ filtered and unfiltered runs over fixtures, rule examples, generated programs an
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Set, Tuple
+import re
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from flake8_forksafe.knowledge import Knowledge
 
@@ -114,56 +115,151 @@ def _is_main_guard(node: ast.AST) -> bool:
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_LITERALS = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Constant, ast.UnaryOp, ast.USub, ast.UAdd, ast.Load)
 
 
-class _Gate:
-    """One ``ast.walk`` collecting calls, classes, imports and the string ``"fork"``; then cheap
-    tests over those lists. Imports may bind a name more than once (the analysis keeps the last
-    binding in source order): every binding is kept, and a name matches if any binding matches."""
+class CallFact:
+    __slots__ = ("func", "attr", "keywords", "type_bases", "in_function")
 
-    def __init__(self, tree: ast.Module, n: _Names) -> None:
-        self.tree = tree
-        self.n = n
-        self.imports: Dict[str, Set[str]] = {}  # local name -> qualified names it may stand for
-        self.classes: List[ast.ClassDef] = []
-        self.calls: List[ast.Call] = []
-        self.funcs: List[ast.AST] = []
+    def __init__(self, func, attr, keywords, type_bases, in_function) -> None:
+        self.func: Optional[str] = func  # dotted callee as written (``mp.get_context``), else None
+        self.attr: Optional[str] = attr  # the attribute name when the callee is an attribute
+        self.keywords: FrozenSet[Optional[str]] = keywords
+        # dotted elements of a 3-argument call's tuple / list (``type(name, bases, ns)``)
+        self.type_bases: Optional[Tuple[Optional[str], ...]] = type_bases
+        self.in_function: bool = in_function  # inside a function body (not a decorator or default)
+
+
+_EMPTY: FrozenSet[str] = frozenset()
+
+
+class StmtFact:
+    """What the gate and the slicer need from one top-level statement, without its tree (slots:
+    a big file holds one per statement)."""
+
+    __slots__ = ("start", "end", "name", "guard", "calls", "bases", "names", "attrs", "imports", "lambdas",
+                 "local_defs", "globals", "fork", "literal")
+
+    def __init__(self, start: int, end: int, name: str, guard: bool) -> None:
+        self.start = start  # 1-based first line (decorators included)
+        self.end = end
+        self.name = name  # def / class name; "" for other statements
+        self.guard = guard  # ``if __name__ == "__main__":``
+        self.calls: List[CallFact] = []
+        self.bases: List[Tuple[Optional[str], ...]] = []  # per class statement
+        self.names: Set[str] = set()  # Name ids
+        self.attrs: Set[str] = set()  # attribute names
+        self.imports = False
         self.lambdas = False
-        self.fork = False
-        for node in ast.walk(tree):
-            t = type(node)
-            if t is ast.Call:
-                self.calls.append(node)  # type: ignore[arg-type]
-            elif t is ast.Constant:
-                if node.value == "fork":  # type: ignore[attr-defined]
-                    self.fork = True
-            elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
-                self.funcs.append(node)
-            elif t is ast.ClassDef:
-                self.classes.append(node)  # type: ignore[arg-type]
-            elif t is ast.Lambda:
-                self.lambdas = True
-            elif t is ast.Import:
-                for a in node.names:  # type: ignore[attr-defined]
-                    if a.asname:
-                        self._bind(a.asname, a.name)
-                    else:
-                        root = a.name.split(".", 1)[0]
-                        self._bind(root, root)
-            elif t is ast.ImportFrom:
-                mod = "." * node.level + (node.module or "")  # type: ignore[attr-defined]
-                for a in node.names:  # type: ignore[attr-defined]
-                    if a.name != "*":
-                        self._bind(a.asname or a.name, f"{mod}.{a.name}" if mod else a.name)
+        self.local_defs = False  # a def / class inside a function
+        self.globals = False  # a ``global`` statement (a function rebinding a module-level name)
+        self.fork = False  # the string "fork"
+        self.literal = False  # a literal-only container (``X = [...]``)
 
-    def _bind(self, name: str, target: str) -> None:
-        self.imports.setdefault(name, set()).add(target)
 
-    def qualified(self, node: ast.AST) -> Set[str]:
-        """What the analysis's ``qualify`` may return for this expression."""
-        if isinstance(node, ast.Subscript):  # Dataset[int]
-            node = node.value
-        d = _dotted(node)
+def _base_expr(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Subscript):  # Dataset[int]
+        node = node.value
+    return _dotted(node)
+
+
+def stmt_fact(stmt: ast.stmt, offset: int, imports: Dict[str, Set[str]]) -> StmtFact:
+    """One walk over a top-level statement; its imports are added to ``imports``."""
+    start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+    f = StmtFact(
+        start + offset,
+        (stmt.end_lineno or stmt.lineno) + offset,
+        stmt.name if isinstance(stmt, _DEFS) else "",
+        _is_main_guard(stmt),
+    )
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr)) and isinstance(stmt.value, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+        f.literal = all(isinstance(n, _LITERALS) for n in ast.walk(stmt.value))
+    todo: List[Tuple[ast.AST, bool]] = [(stmt, False)]
+    while todo:
+        node, in_func = todo.pop()
+        t = type(node)
+        if t is ast.Name:
+            f.names.add(node.id)  # type: ignore[attr-defined]
+            continue
+        if t is ast.Attribute:
+            f.attrs.add(node.attr)  # type: ignore[attr-defined]
+        elif t is ast.Call:
+            func = node.func  # type: ignore[attr-defined]
+            type_bases = None
+            args = node.args  # type: ignore[attr-defined]
+            if len(args) == 3 and isinstance(args[1], (ast.Tuple, ast.List)):
+                type_bases = tuple(_base_expr(e) for e in args[1].elts)
+            f.calls.append(
+                CallFact(
+                    _base_expr(func),
+                    func.attr if isinstance(func, ast.Attribute) else None,
+                    frozenset(kw.arg for kw in node.keywords),  # type: ignore[attr-defined]
+                    type_bases,
+                    in_func,
+                )
+            )
+        elif t is ast.Constant:
+            if node.value == "fork":  # type: ignore[attr-defined]
+                f.fork = True
+            continue
+        elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+            if in_func:
+                f.local_defs = True
+            # decorators, defaults and annotations run where the def is; the body when called
+            todo.extend((d, in_func) for d in node.decorator_list)  # type: ignore[attr-defined]
+            todo.append((node.args, in_func))  # type: ignore[attr-defined]
+            if node.returns is not None:  # type: ignore[attr-defined]
+                todo.append((node.returns, in_func))  # type: ignore[attr-defined]
+            todo.extend((b, True) for b in node.body)  # type: ignore[attr-defined]
+            continue
+        elif t is ast.ClassDef:
+            if in_func:
+                f.local_defs = True
+            f.bases.append(tuple(_base_expr(b) for b in node.bases))  # type: ignore[attr-defined]
+        elif t is ast.Lambda:
+            f.lambdas = True
+        elif t is ast.Global:
+            f.globals = True
+            continue
+        elif t is ast.Import:
+            f.imports = True
+            for a in node.names:  # type: ignore[attr-defined]
+                if a.asname:
+                    imports.setdefault(a.asname, set()).add(a.name)
+                else:
+                    root = a.name.split(".", 1)[0]
+                    imports.setdefault(root, set()).add(root)
+            continue
+        elif t is ast.ImportFrom:
+            f.imports = True
+            mod = "." * node.level + (node.module or "")  # type: ignore[attr-defined]
+            for a in node.names:  # type: ignore[attr-defined]
+                if a.name != "*":
+                    imports.setdefault(a.asname or a.name, set()).add(f"{mod}.{a.name}" if mod else a.name)
+            continue
+        todo.extend((c, in_func) for c in ast.iter_child_nodes(node))
+    if not f.attrs:
+        f.attrs = _EMPTY  # type: ignore[assignment]
+    if not f.calls:
+        f.calls = ()  # type: ignore[assignment]
+    if not f.bases:
+        f.bases = ()  # type: ignore[assignment]
+    return f
+
+
+class Facts:
+    """The facts of a whole file (every top-level statement) and the decisions made from them.
+    Imports may bind a name more than once (the analysis keeps the last binding in source order):
+    every binding is kept, and a name matches if any binding matches."""
+
+    def __init__(self, stmts: List[StmtFact], imports: Dict[str, Set[str]], n: _Names) -> None:
+        self.stmts = stmts
+        self.imports = imports
+        self.n = n
+        self.fork = any(s.fork for s in stmts)
+
+    def qualified(self, d: Optional[str]) -> Set[str]:
+        """What the analysis's ``qualify`` may return for this dotted name."""
         if d is None:
             return set()
         root, _, rest = d.partition(".")
@@ -172,139 +268,150 @@ class _Gate:
             return {d}
         return {f"{t}.{rest}" if rest else t for t in targets}
 
-    def lasts(self, node: ast.AST) -> Set[str]:
-        return {q.rsplit(".", 1)[-1] for q in self.qualified(node)}
+    def lasts(self, d: Optional[str]) -> Set[str]:
+        return {q.rsplit(".", 1)[-1] for q in self.qualified(d)}
 
-    def anchored(self) -> bool:
+    # -- what one call or class is
+    def base_anchor(self, d: Optional[str]) -> bool:
+        return any(self.n.datasetish(x) or self.n.loaderish(x) for x in self.lasts(d))
+
+    def process_base(self, d: Optional[str]) -> bool:
+        return bool(self.qualified(d) & self.n.process_classes)
+
+    def starts(self, c: CallFact) -> bool:
+        return c.attr in ("Pool", "Process") or bool(self.qualified(c.func) & self.n.starters)
+
+    def call_anchor(self, c: CallFact) -> str:
+        """"anchor" (the file goes to libcst), "constructor" (a dataset constructor: only with a
+        local callable around), or ""."""
         n = self.n
-        for c in self.classes:
-            for b in c.bases:
-                if any(n.datasetish(x) or n.loaderish(x) for x in self.lasts(b)):
+        if c.keywords & KEYWORDS:
+            return "anchor"
+        kind = ""
+        for q in self.qualified(c.func):
+            last = q.rsplit(".", 1)[-1]
+            if n.loaderish(last):
+                return "anchor"
+            if last == "type" and c.type_bases is not None and any(n.datasetish(x) for b in c.type_bases for x in self.lasts(b)):
+                return "anchor"
+            if n.datasetish(last) or (last[:1].isupper() and q.startswith(n.dataset_modules)):
+                kind = "constructor"
+        return kind
+
+    # -- the gate
+    def could_have_findings(self) -> bool:
+        n = self.n
+        constructors = setters = module_setter = contexts = starters = processes = False
+        for s in self.stmts:
+            for bases in s.bases:
+                for b in bases:
+                    if self.base_anchor(b):
+                        return True
+                    processes = processes or self.process_base(b)
+            for c in s.calls:
+                kind = self.call_anchor(c)
+                if kind == "anchor":
                     return True
-        constructors = setters = contexts = starters = False
-        for call in self.calls:
-            for kw in call.keywords:
-                if kw.arg in KEYWORDS:
-                    return True
-            qs = self.qualified(call.func)
-            if not qs:
-                continue
-            for q in qs:
-                last = q.rsplit(".", 1)[-1]
-                if n.loaderish(last):
-                    return True
-                if n.datasetish(last) or (last[:1].isupper() and q.startswith(n.dataset_modules)):
-                    constructors = True
-                elif last == "type" and len(call.args) == 3 and self.dataset_type_call(call):
-                    return True
-            if qs & n.setters:
-                setters = True
-            if qs & n.get_context:
-                contexts = True
-            if qs & n.starters:
-                starters = True
-        if constructors and self.has_local_callables():  # FRK201/202: dataset constructor arguments
+                constructors = constructors or kind == "constructor"
+                qs = self.qualified(c.func)
+                if qs & n.setters:
+                    setters = True
+                    module_setter = module_setter or not c.in_function
+                contexts = contexts or bool(qs & n.get_context)
+                starters = starters or bool(qs & n.starters)
+        if constructors and any(s.lambdas or s.local_defs for s in self.stmts):  # FRK201/202
             return True
-        if setters and (self.fork or self.module_level_setter()):  # FRK404; FRK402/403
+        if setters and (self.fork or module_setter):  # FRK404; FRK402/403
             return True
         if contexts and self.fork:  # FRK404
             return True
-        if starters or any(self.process_class(c) for c in self.classes):  # FRK401
+        if starters or processes:  # FRK401
             return self.top_level_can_start()
         return False
 
-    def dataset_type_call(self, call: ast.Call) -> bool:
-        """``type("Name", (Base, ...), ns)`` with a dataset-like base (FRK202)."""
-        bases = call.args[1]
-        if not isinstance(bases, (ast.Tuple, ast.List)):
-            return False
-        return any(self.n.datasetish(x) for el in bases.elts for x in self.lasts(el))
-
-    def has_local_callables(self) -> bool:
-        """A lambda, or a function / class defined inside a function: what FRK201/202 report."""
-        if self.lambdas:
-            return True
-        return any(isinstance(s, _DEFS) and s is not f for f in self.funcs for s in ast.walk(f))
-
-    def module_level_setter(self) -> bool:
-        """A start-method setter that runs on import: not inside a function body."""
-        todo: List[ast.AST] = list(self.tree.body)
-        while todo:
-            node = todo.pop()
-            if isinstance(node, _FUNCS):
-                todo.extend(node.decorator_list)
-                todo.extend(d for d in (*node.args.defaults, *node.args.kw_defaults) if d is not None)
-                continue
-            if isinstance(node, ast.Call) and self.qualified(node.func) & self.n.setters:
-                return True
-            todo.extend(ast.iter_child_nodes(node))
-        return False
-
-    def process_class(self, c: ast.ClassDef) -> bool:
-        return any(self.qualified(b) & self.n.process_classes for b in c.bases)
-
-    def starts_directly(self, node: ast.AST) -> bool:
-        n = self.n
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Call):
-                f = sub.func
-                if self.qualified(f) & n.starters:
-                    return True
-                if isinstance(f, ast.Attribute) and f.attr in ("Pool", "Process"):  # ctx.Pool(...)
-                    return True
-            elif isinstance(sub, ast.ClassDef) and self.process_class(sub):
-                return True
-        return False
+    def starts_directly(self, s: StmtFact) -> bool:
+        return any(self.starts(c) for c in s.calls) or any(self.process_base(b) for bases in s.bases for b in bases)
 
     def top_level_can_start(self) -> bool:
         """FRK401's necessary condition: an unguarded module-level statement that starts workers
-        itself or refers to one of the file's functions/classes that (transitively) does."""
-        units: List[Tuple[Set[str], Set[str]]] = []  # (names a def/class defines, names it refers to)
-        live: List[bool] = []
-        code: List[ast.AST] = []
-        for stmt in self.tree.body:
-            if isinstance(stmt, _DEFS):
-                # only the top-level name: a method or a nested function is reached through it
-                # (an instance is built by naming the class; a closure is returned by its function)
-                units.append(({stmt.name}, _references(stmt)))
-                live.append(self.starts_directly(stmt))
-            elif not _is_main_guard(stmt):
-                code.append(stmt)
-        starting: Set[str] = set()
-        for (defined, _), on in zip(units, live):
-            if on:
-                starting |= defined
+        itself or names one of the file's functions / classes that (transitively) does. Only the
+        top-level name of a def / class counts: a method is reached through its class (an instance
+        is built by naming it), a nested function through the function that returns it."""
+        units = [s for s in self.stmts if s.name]
+        live = [self.starts_directly(u) for u in units]
+        starting = {u.name for u, on in zip(units, live) if on}
         changed = True
         while changed:
             changed = False
-            for i, (defined, refs) in enumerate(units):
-                if not live[i] and refs & starting:
+            for i, u in enumerate(units):
+                if not live[i] and u.names & starting:
                     live[i] = True
-                    starting |= defined
+                    starting.add(u.name)
                     changed = True
-        return any(self.starts_directly(stmt) or _references(stmt) & starting for stmt in code)
+        return any(
+            self.starts_directly(s) or s.names & starting for s in self.stmts if not s.name and not s.guard
+        )
 
 
-def _references(node: ast.AST) -> Set[str]:
-    out: Set[str] = set()
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Name):
-            out.add(sub.id)
-    return out
+def facts_of_tree(tree: ast.Module, k: Knowledge) -> Facts:
+    imports: Dict[str, Set[str]] = {}
+    return Facts([stmt_fact(st, 0, imports) for st in tree.body], imports, _names(k))
+
+
+CHUNK_ABOVE = 500_000  # bytes: a bigger file is parsed one top-level statement group at a time
+_SPLIT = re.compile(r"(?:def |class |async def |@)")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def split_lines(text: str) -> List[str]:
+    """The lines Python counts (not ``str.splitlines``, which also breaks at \\f, \\u2028...)."""
+    return _LINE.findall(text)
+
+
+def facts_of_text(text: str, k: Knowledge) -> Optional[Facts]:
+    """The file's facts, or None when it does not parse. A file over ``CHUNK_ABOVE`` bytes is parsed
+    in groups of top-level statements (cut before lines starting with ``def``/``class``/``@``, a
+    group growing until it parses), so memory stays bounded by the largest statement: the ast
+    of a 5.6 MB file takes about 1 GB at once."""
+    if len(text) <= CHUNK_ABOVE:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        return facts_of_tree(tree, k)
+    lines = split_lines(text)
+    cuts = [i for i, line in enumerate(lines) if i and _SPLIT.match(line)] + [len(lines)]
+    imports: Dict[str, Set[str]] = {}
+    stmts: List[StmtFact] = []
+    first, ci, step = 0, 0, 1
+    while first < len(lines):
+        while ci < len(cuts) - 1 and cuts[ci] <= first:
+            ci += 1
+        j = min(ci + step - 1, len(cuts) - 1)
+        last = cuts[j]
+        try:
+            tree = ast.parse("".join(lines[first:last]))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            if last >= len(lines):
+                return None  # a real syntax error
+            step *= 2  # the cut fell inside a string or brackets: take more
+            continue
+        stmts += [stmt_fact(st, first, imports) for st in tree.body]
+        del tree
+        first, step = last, 1
+    return Facts(stmts, imports, _names(k))
 
 
 def ast_gate(tree: ast.AST, k: Knowledge) -> bool:
     if not isinstance(tree, ast.Module):
         return True
-    return _Gate(tree, _names(k)).anchored()
+    return facts_of_tree(tree, k).could_have_findings()
 
 
 def could_have_findings(text: str, k: Knowledge, tree: Optional[ast.AST] = None) -> bool:
     if not text_gate(text, k):
         return False
-    if tree is None:
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return True  # let the real parser give the one-line error
-    return ast_gate(tree, k)
+    if tree is not None:
+        return ast_gate(tree, k)
+    facts = facts_of_text(text, k)
+    return True if facts is None else facts.could_have_findings()  # None: let the real parser report

@@ -1,0 +1,127 @@
+"""Big files are reduced before libcst parses them (flake8_forksafe/slicing.py) and parsed by the
+pre-filter in statement groups (prefilter.facts_of_text). Neither may change a finding: here every
+fixture, held-out corpus file, rule example and generated program is checked reduced (slicing
+forced on at any size) and whole, and its facts are computed chunked (forced) and whole."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from flake8_forksafe import prefilter, slicing
+from flake8_forksafe.config import Config
+from flake8_forksafe.engine import SourceError, check_source, decode
+from tests.helpers import fixture_files
+from tests.test_prefilter import CORPUS, programs
+
+ALL = Config(select=("FRK", "FRK501")).with_knowledge()
+K = ALL.knowledge
+
+
+def _findings(text: str, above):
+    try:
+        return [(f.code, f.line, f.col, f.end_line, f.end_col, f.message) for f in check_source(text, "x.py", ALL, slice_above=above)]
+    except SourceError as exc:
+        return ["error", exc.message]
+
+
+def _sources():
+    out = [(f"{p.parent.name}/{p.name}", decode(p.read_bytes())) for p in fixture_files() + CORPUS]
+    from flake8_forksafe.checks import ALL_RULES
+
+    for rule in ALL_RULES:
+        for i, ex in enumerate((*rule.VALID, *rule.INVALID)):
+            out.append((f"{rule.code}-example-{i}", textwrap.dedent(ex if isinstance(ex, str) else ex.code)))
+    return out
+
+
+SOURCES = _sources()
+
+
+@pytest.mark.parametrize("name,text", SOURCES, ids=[n for n, _ in SOURCES])
+def test_reduced_equals_whole(name, text):
+    assert _findings(text, 0) == _findings(text, 10**9)
+
+
+def _facts_summary(facts):
+    if facts is None:
+        return None
+    return (
+        facts.could_have_findings(),
+        slicing.dropped_spans(facts),
+        [(s.start, s.end, s.name, s.guard) for s in facts.stmts],
+        {k: sorted(v) for k, v in facts.imports.items()},
+    )
+
+
+@pytest.mark.parametrize("name,text", SOURCES, ids=[n for n, _ in SOURCES])
+def test_chunked_facts_equal_whole_facts(name, text, monkeypatch):
+    whole = _facts_summary(prefilter.facts_of_text(text, K))
+    monkeypatch.setattr(prefilter, "CHUNK_ABOVE", 0)
+    assert _facts_summary(prefilter.facts_of_text(text, K)) == whole
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(src=programs())
+def test_generated_programs_reduced_equals_whole(src):
+    assert _findings(src, 0) == _findings(src, 10**9)
+
+
+def test_cuts_inside_strings_and_decorators_are_merged(monkeypatch):
+    text = (
+        'DOC = """\ndef not_code():\nclass Nope:\n"""\n'
+        "@decorator\n"
+        "def f(x):\n    return x\n"
+        "y = (1\n@ 2)\n"
+        "class C:\n    pass\n"
+    )
+    whole = _facts_summary(prefilter.facts_of_text(text, K))
+    monkeypatch.setattr(prefilter, "CHUNK_ABOVE", 0)
+    assert _facts_summary(prefilter.facts_of_text(text, K)) == whole
+    assert [(s.start, s.end, s.name) for s in prefilter.facts_of_text(text, K).stmts] == [
+        (1, 4, ""), (5, 7, "f"), (8, 9, ""), (10, 11, "C")]
+    monkeypatch.setattr(prefilter, "CHUNK_ABOVE", 0)
+    assert prefilter.facts_of_text(text + "def broken(:\n", K) is None
+
+
+BIG_HEAD = """import lmdb
+from torch.utils.data import Dataset
+
+
+def helper(p):
+    return lmdb.open(p)
+
+
+class DS(Dataset):
+    def __init__(self, p):
+        self.env = helper(p)
+
+    def __getitem__(self, i):
+        return self.env.begin().get(b"k")
+"""
+
+
+def test_big_file_is_reduced_and_positions_map_back():
+    filler = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(20000))
+    tail = "\n\nclass Sub(DS):\n    def __init__(self, p):\n        self.db = lmdb.open(p)  # trailing\n"
+    text = BIG_HEAD + filler + tail
+    assert len(text) > slicing.SLICE_ABOVE
+    reduced, line_map = slicing.reduce(text, K)
+    assert line_map is not None and len(reduced) < 1000
+    assert "def f1(" not in reduced and "class Sub(DS)" in reduced and "def helper" in reduced
+    last = text.count("\n")
+    found = [(f.code, f.line, f.col) for f in check_source(text, "big.py", ALL)]
+    assert found == [("FRK101", 11, 19), ("FRK101", last, 18)]
+    noqa = text.replace("# trailing", "# noqa: FRK101")
+    assert [(f.code, f.line) for f in check_source(noqa, "big.py", ALL)] == [("FRK101", 11)]
+
+
+def test_relevant_code_over_the_limit_is_a_one_line_skip(monkeypatch):
+    monkeypatch.setattr(slicing, "MAX_ANALYSED", 2000)
+    body = "".join(f"        self.a{i} = {i}\n" for i in range(200))
+    text = BIG_HEAD + "\n\nclass Big(Dataset):\n    def __init__(self):\n" + body
+    with pytest.raises(SourceError) as exc:
+        check_source(text, "big.py", ALL, slice_above=0)
+    assert exc.value.message.startswith("skipped: ") and "MB that are analysed per file" in exc.value.message
