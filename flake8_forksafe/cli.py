@@ -279,6 +279,8 @@ def cmd_fix(args) -> int:
         for err in result.errors:
             print(f"forksafe: error: {name}: {err}", file=sys.stderr)
             failed = True
+        for note in result.notes:
+            print(f"forksafe: {name}: {note}", file=sys.stderr)
         remaining.extend(result.remaining)
         if not result.changed:
             continue

@@ -44,6 +44,7 @@ class FixResult:
     remaining: List[Finding] = field(default_factory=list)  # findings of the output
     changed: bool = False
     errors: List[str] = field(default_factory=list)  # one line per fixer that failed
+    notes: List[str] = field(default_factory=list)  # one line each: why findings were left (not a failure)
 
 
 def applicable(fix: Optional[str], unsafe: bool) -> bool:
@@ -60,6 +61,10 @@ def fix_text(
 ) -> str:
     """The fixing loop on decoded text (no BOM). A rule whose fix raises is reported in ``errors``
     (one line each) and not asked again: one broken fixer never costs the user the other fixes."""
+    from flake8_forksafe import slicing
+
+    if len(text) > slicing.MAX_ANALYSED:
+        return text  # a fix rewrites the whole module: libcst would need ~400x the file's size in memory
     rules = [r for r in enabled_rules(config) if r.fix_applicability and (codes is None or r.code in codes)]
     stuck: Set[str] = set()
     for _ in range(MAX_ROUNDS):
@@ -128,7 +133,15 @@ def fix_source(
     codes = None
     if select is not None:
         codes = {c for c in (f.code for f in before) if any(c.startswith(s) for s in select)}
+    from flake8_forksafe import slicing
+
     errors: List[str] = []
+    notes: List[str] = []
+    if before and len(text) > slicing.MAX_ANALYSED:
+        notes.append(
+            f"not fixed: {len(text) / 1e6:.1f} MB is over the {slicing.MAX_ANALYSED / 1e6:.0f} MB that a fix "
+            f"rewrites per file; its findings are listed below"
+        )
     new_text = fix_text(text, path, config, unsafe, codes, errors) if before else text
     remaining = check_source(new_text, path, config) if new_text != text else before
     fixed = _gone(before, remaining)
@@ -140,7 +153,7 @@ def fix_source(
             out = (codecs.BOM_UTF8 if bom else b"") + new_text.encode(encoding)
     else:
         out = ("\ufeff" if bom else "") + new_text if new_text != text else source
-    return FixResult(source=out, fixed=fixed, remaining=remaining, changed=new_text != text, errors=errors)
+    return FixResult(source=out, fixed=fixed, remaining=remaining, changed=new_text != text, errors=errors, notes=notes)
 
 
 def _gone(before: Sequence[Finding], after: Sequence[Finding]) -> List[Finding]:

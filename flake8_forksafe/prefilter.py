@@ -373,6 +373,19 @@ def facts_of_text(text: str, k: Knowledge) -> Optional[Facts]:
     in groups of top-level statements (cut before lines starting with ``def``/``class``/``@``, a
     group growing until it parses), so memory stays bounded by the largest statement: the ast
     of a 5.6 MB file takes about 1 GB at once."""
+    last = _LAST.get("facts")
+    if last is not None and last[0] is text and last[1] is k:
+        return last[2]  # the engine asks again for the same big file (gate, then slicing)
+    facts = _facts_of_text(text, k)
+    if len(text) > 100_000:
+        _LAST["facts"] = (text, k, facts)
+    return facts
+
+
+_LAST: Dict[str, Tuple[str, Knowledge, Optional[Facts]]] = {}
+
+
+def _facts_of_text(text: str, k: Knowledge) -> Optional[Facts]:
     if len(text) <= CHUNK_ABOVE:
         try:
             tree = ast.parse(text)

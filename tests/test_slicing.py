@@ -125,3 +125,24 @@ def test_relevant_code_over_the_limit_is_a_one_line_skip(monkeypatch):
     with pytest.raises(SourceError) as exc:
         check_source(text, "big.py", ALL, slice_above=0)
     assert exc.value.message.startswith("skipped: ") and "MB that are analysed per file" in exc.value.message
+
+
+def test_fix_leaves_a_file_over_the_limit_alone_and_says_why(tmp_path):
+    import subprocess
+    import sys
+
+    filler = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(60000))
+    text = BIG_HEAD + filler
+    assert len(text) > slicing.MAX_ANALYSED
+    path = tmp_path / "big.py"
+    path.write_text(text)
+    r = subprocess.run(
+        [sys.executable, "-m", "flake8_forksafe", "fix", "big.py"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.splitlines() == [
+        f"forksafe: big.py: not fixed: {len(text) / 1e6:.1f} MB is over the 1 MB that a fix rewrites per file; "
+        "its findings are listed below"
+    ]
+    assert r.stdout.startswith("1 finding remains:\nbig.py:11:20: FRK101 ")
+    assert path.read_text() == text
