@@ -13,6 +13,7 @@ from flake8_forksafe.analysis import (
     FuncInfo,
     is_docstring,
     no_worker_processes,
+    param_default,
     positional,
     string_value,
 )
@@ -265,11 +266,17 @@ def definition_tops(a: Analysis) -> Dict[int, cst.CSTNode]:
     return out
 
 
-def _is_dataset_base(a: Analysis, expr: cst.BaseExpression, scope: Optional[FuncInfo]) -> bool:
+def _is_dataset_base(a: Analysis, expr: cst.BaseExpression, scope: Optional[FuncInfo], depth: int = 0) -> bool:
     if isinstance(expr, cst.Name):
         d = local_definition(a, expr.value, scope) or a.module_classes.get(expr.value)
         if isinstance(d, ClassInfo):
             return d in a.dataset_classes
+        if depth < 4 and expr.value not in a.aliases:
+            # a parameter's default (`def make(name, base=Dataset)`) or a variable bound to a base
+            default = param_default(scope, expr.value)
+            values = [default] if default is not None else a.local_values(expr.value, scope)
+            if any(_is_dataset_base(a, v, scope, depth + 1) for v in values):
+                return True
     return a._is_dataset_base_name(a.qualify(expr))
 
 
