@@ -368,16 +368,17 @@ def split_lines(text: str) -> List[str]:
     return _LINE.findall(text)
 
 
-def facts_of_text(text: str, k: Knowledge) -> Optional[Facts]:
-    """The file's facts, or None when it does not parse. A file over ``CHUNK_ABOVE`` bytes is parsed
+def facts_of_text(text: str, k: Knowledge, keep: bool = False) -> Optional[Facts]:
+    """The file's facts, or None when it does not parse. ``keep``: the caller (the gate) knows
+    the slicer will ask for the same big text next; the facts are kept for that one call. A file over ``CHUNK_ABOVE`` bytes is parsed
     in groups of top-level statements (cut before lines starting with ``def``/``class``/``@``, a
     group growing until it parses), so memory stays bounded by the largest statement: the ast
     of a 5.6 MB file takes about 1 GB at once."""
-    last = _LAST.get("facts")
+    last = _LAST.pop("facts", None)
     if last is not None and last[0] is text and last[1] is k:
-        return last[2]  # the engine asks again for the same big file (gate, then slicing)
+        return last[2]  # the engine asks again for the same big file (gate, then slicing): once
     facts = _facts_of_text(text, k)
-    if len(text) > 100_000:
+    if keep and len(text) > 100_000:
         _LAST["facts"] = (text, k, facts)
     return facts
 
@@ -426,5 +427,10 @@ def could_have_findings(text: str, k: Knowledge, tree: Optional[ast.AST] = None)
         return False
     if tree is not None:
         return ast_gate(tree, k)
-    facts = facts_of_text(text, k)
-    return True if facts is None else facts.could_have_findings()  # None: let the real parser report
+    facts = facts_of_text(text, k, keep=True)
+    if facts is None:
+        return True  # let the real parser report
+    if not facts.could_have_findings():
+        _LAST.pop("facts", None)  # kept only for the slicer that runs next on a file that passes
+        return False
+    return True

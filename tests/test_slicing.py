@@ -146,3 +146,15 @@ def test_fix_leaves_a_file_over_the_limit_alone_and_says_why(tmp_path):
     ]
     assert r.stdout.startswith("1 finding remains:\nbig.py:11:20: FRK101 ")
     assert path.read_text() == text
+
+
+def test_big_file_facts_are_computed_once_and_not_kept(monkeypatch):
+    calls = []
+    real = prefilter._facts_of_text
+    monkeypatch.setattr(prefilter, "_facts_of_text", lambda text, k: calls.append(len(text)) or real(text, k))
+    text = BIG_HEAD + "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(20000))
+    assert [f.code for f in check_source(text, "big.py", ALL)] == ["FRK101"]
+    assert calls == [len(text)]  # the gate's facts served the slicer
+    assert "facts" not in prefilter._LAST  # nothing left behind in a long-lived process (the LSP)
+    assert prefilter.could_have_findings("x = 1\n# Dataset\n" * 20000, K) is False
+    assert "facts" not in prefilter._LAST
