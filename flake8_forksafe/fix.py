@@ -61,10 +61,6 @@ def fix_text(
 ) -> str:
     """The fixing loop on decoded text (no BOM). A rule whose fix raises is reported in ``errors``
     (one line each) and not asked again: one broken fixer never costs the user the other fixes."""
-    from flake8_forksafe import slicing
-
-    if len(text) > slicing.MAX_ANALYSED:
-        return text  # a fix rewrites the whole module: libcst would need ~400x the file's size in memory
     rules = [r for r in enabled_rules(config) if r.fix_applicability and (codes is None or r.code in codes)]
     stuck: Set[str] = set()
     for _ in range(MAX_ROUNDS):
@@ -137,12 +133,15 @@ def fix_source(
 
     errors: List[str] = []
     notes: List[str] = []
+    new_text = text
     if before and len(text) > slicing.MAX_ANALYSED:
+        # a fix rewrites the whole module: libcst would need ~400x the file's size in memory
         notes.append(
             f"not fixed: {len(text) / 1e6:.1f} MB is over the {slicing.MAX_ANALYSED / 1e6:.0f} MB that a fix "
             f"rewrites per file; its findings are listed below"
         )
-    new_text = fix_text(text, path, config, unsafe, codes, errors) if before else text
+    elif before:
+        new_text = fix_text(text, path, config, unsafe, codes, errors)
     remaining = check_source(new_text, path, config) if new_text != text else before
     fixed = _gone(before, remaining)
     out: Union[str, bytes]

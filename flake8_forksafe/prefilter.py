@@ -114,7 +114,6 @@ def _is_main_guard(node: ast.AST) -> bool:
 
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LITERALS = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Constant, ast.UnaryOp, ast.USub, ast.UAdd, ast.Load)
 
 

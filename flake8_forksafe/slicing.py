@@ -8,9 +8,9 @@ exact). Kept are:
 
 - all module-level code that is not a ``def`` / ``class`` (except long literal-only containers);
 - a ``def`` / ``class`` holding an anchor of the rules: an import, a ``global`` statement, a lambda
-  or a local function or class, a dataset / loader / process base, a loader, dataset, worker-starting, ``get_context`` or
-  start-method call, a three-argument ``type()``, a ``worker_init_fn=`` / ``multiprocessing_context=``
-  keyword;
+  or a local function or class, a dataset / loader / process base, a loader, dataset,
+  worker-starting, ``get_context`` or start-method call, a three-argument ``type()``, a
+  ``worker_init_fn=`` / ``multiprocessing_context=`` keyword;
 - and, repeatedly, every ``def`` / ``class`` a kept statement names, and every one that names a
   kept ``def`` / ``class`` (a subclass of a kept dataset, a function building it).
 
@@ -40,8 +40,6 @@ def _anchored(facts: Facts, s: StmtFact) -> bool:
     n = facts.n
     for c in s.calls:
         if facts.call_anchor(c) or facts.starts(c) or facts.qualified(c.func) & (n.setters | n.starters):
-            return True
-        if c.type_bases is not None and "type" in facts.lasts(c.func):
             return True
     return False
 
