@@ -1,6 +1,12 @@
 """Long hypothesmith fuzzing run: the properties of tests/test_fuzz.py with many more examples.
 
-    python benchmarks/fuzz.py --examples 2000 [--seed N] [--only check|fix|text]
+    python benchmarks/fuzz.py --examples 2000 [--seed N] [--only check|fix|text|mutate]
+
+``mutate`` takes the real files of ``fixtures/`` and ``tests/corpus/`` and mutates them (lines
+deleted, duplicated, swapped or truncated; indentation turned into tabs, mixed tabs or form feeds;
+tokens, non-ASCII text and expression chains up to 2,000 deep inserted), then checks and fixes each.
+A native crash ends this process (exit status 139 and no summary): run it under a shell that
+reports the status.
 
 Exits non-zero, with Hypothesis's minimal failing example, on the first property that fails.
 """
@@ -30,12 +36,56 @@ def _load_properties():
     return mod
 
 
+CHAINS = (".a", "()", "[0]", " - a", " and a", " < a", " if a else 1", "not ", "-", "(")
+TOKENS = ("\t", "\f", "\\\n", "(", ")", ":", "lambda", "yield", "await ", "'", '"""', "#", "\u00e9",
+          "\U0001F39E", "\x00", "\r", "if __name__ == '__main__':\n    ", "@property\n", "import os as os\n")
+
+
+@st.composite
+def mutated(draw, real):
+    """A real file with one to four mutations."""
+    lines = draw(st.sampled_from(real)).splitlines(keepends=True) or ["\n"]
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(("delete", "duplicate", "swap", "truncate", "tabs", "formfeed",
+                                   "token", "chain")))
+        i = draw(st.integers(0, max(0, len(lines) - 1)))
+        if op == "delete" and len(lines) > 1:
+            del lines[i]
+        elif op == "duplicate":
+            lines.insert(i, lines[i])
+        elif op == "swap":
+            j = draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif op == "truncate":
+            lines = lines[: i + 1]
+            lines[-1] = lines[-1][: draw(st.integers(0, len(lines[-1])))]
+        elif op == "tabs":  # every 4 spaces of indentation, or only some lines', become a tab
+            some = draw(st.booleans())
+            lines = [ln.replace("    ", "\t") if not some or k % 2 else ln for k, ln in enumerate(lines)]
+        elif op == "formfeed":
+            ln = lines[i]
+            at = draw(st.integers(0, len(ln) - len(ln.lstrip())))
+            lines[i] = ln[:at] + "\f" + ln[at:]
+        elif op == "token":
+            ln = lines[i]
+            at = draw(st.integers(0, len(ln)))
+            lines[i] = ln[:at] + draw(st.sampled_from(TOKENS)) + ln[at:]
+        else:
+            ln = lines[i]
+            indent = ln[: len(ln) - len(ln.lstrip())]
+            link = draw(st.sampled_from(CHAINS))
+            n = draw(st.sampled_from((10, 100, 499, 501, 2000)))
+            body = "x = " + link * n + ("1" if link in ("not ", "-") else "") + (")" * n if link == "(" else "")
+            lines.insert(i, indent + body + "\n")
+    return "".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--examples", type=int, default=1000, help="examples per property")
     ap.add_argument("--seed", type=int, default=None, help="fixed seed (reproducible run)")
-    ap.add_argument("--only", choices=("check", "fix", "text"), action="append",
+    ap.add_argument("--only", choices=("check", "fix", "text", "mutate"), action="append",
                     help="run only these properties (repeatable; default: all)")
     args = ap.parse_args(argv)
     # Generated programs such as `1()` make compile() warn; that is noise here.
@@ -78,8 +128,25 @@ def main(argv: list[str] | None = None) -> int:
         tick("text")
         props.assert_check_ok(source)
 
-    chosen = args.only or ["check", "fix", "text"]
-    table = {"check": check, "fix": fix, "text": text}
+    real = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "fixtures").rglob("*.py"))
+            + sorted((ROOT / "tests" / "corpus").rglob("*.py"))]
+
+    @cfg
+    @given(source=mutated(real), unsafe=st.booleans())
+    def mutate(source, unsafe):
+        tick("mutate")
+        props.assert_check_ok(source)
+        if props._compiles(source):  # the fix properties hold for programs
+            props.assert_fix_ok(source, unsafe)
+            return
+        try:  # a broken file: fix raises nothing but SourceError, and changes nothing
+            result = props.fix_source(source, props.PATH, unsafe=unsafe)
+        except props.SourceError:
+            return
+        assert not result.errors and not result.changed, result.errors
+
+    chosen = args.only or ["check", "fix", "text", "mutate"]
+    table = {"check": check, "fix": fix, "text": text, "mutate": mutate}
     failed = []
     for name in chosen:
         test = table[name]

@@ -31,7 +31,7 @@ from flake8_forksafe.prefilter import could_have_findings, text_gate  # noqa: E4
 # (torch's 1.4 MB common_methods_invocations.py would otherwise be skipped unfiltered).
 slicing.MAX_ANALYSED = 10**12
 
-ALL = Config(select=("FRK", "FRK501")).with_knowledge()
+ALL = Config(select=("FRK", "FRK501"))
 
 
 def _result(data: bytes, path: str, prefilter: bool):

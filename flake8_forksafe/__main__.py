@@ -1,3 +1,3 @@
-from flake8_forksafe.cli import main
+from flake8_forksafe.frontends.cli import main
 
 raise SystemExit(main())

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
 from flake8_forksafe.knowledge import Knowledge
+
+if TYPE_CHECKING:  # pragma: no cover
+    from flake8_forksafe.index import AttrFact, MethodRef, ProjectIndex
 
 FuncNode = Union[cst.FunctionDef, cst.Lambda]
 
@@ -510,11 +513,16 @@ CONTAINER_METHODS = frozenset({"append", "extend", "insert", "add", "update", "s
 class Analysis:
     """Everything the rules need to know about one module, computed once."""
 
-    def __init__(self, module: cst.Module, knowledge: Knowledge, path: str = "<string>") -> None:
+    def __init__(
+        self, module: cst.Module, knowledge: Knowledge, path: str = "<string>", index: Optional["ProjectIndex"] = None
+    ) -> None:
         self.module = module
         self.knowledge = knowledge
         self.path = path
+        self.index = index  # the project's modules (index.py); None: this file alone
         self.is_package_main = path.replace("\\", "/").rsplit("/", 1)[-1] == "__main__.py"
+        # the code runs in a __main__ without a file: a notebook, a jupytext notebook (engine.analyse)
+        self.interactive_main = False
         self.module_body_set = _IdSet(module.body)
         self.aliases: Dict[str, str] = {}
         self.module_aliases: Set[str] = set()
@@ -601,6 +609,8 @@ class Analysis:
         k = self.knowledge
         if qname in k.dataset_bases:
             return True
+        if k.not_a_dataset(qname):  # xarray.Dataset, datasets.Dataset, tf.data.Dataset: by import, not name
+            return False
         last = qname.rsplit(".", 1)[-1]
         if last in k.dataset_bases:  # a simple name configured by the user
             return True
@@ -664,7 +674,7 @@ class Analysis:
                             add(c)
                             changed = True
                             break
-                    elif self._is_dataset_base_name(q):
+                    elif self._is_dataset_base_name(q) or self.project_dataset_base(q):
                         add(c)
                         changed = True
                         break
@@ -693,6 +703,89 @@ class Analysis:
 
     def is_dataset(self, cls: ClassInfo) -> bool:
         return cls in self.dataset_classes
+
+    # -- other modules of the project (through the index)
+    @cached_property
+    def module_name(self) -> Tuple[str, bool]:
+        """(this file's module name, is it a package ``__init__``), from the index."""
+        if self.index is None:
+            return "", False
+        return self.index.module_for(self.path)
+
+    def absolute(self, qname: Optional[str]) -> Optional[str]:
+        """A qualified name as ``qualify`` gives it (``.base.DetectionBase``) made absolute."""
+        if not qname or self.index is None:
+            return qname
+        from flake8_forksafe.index import absolute_module
+
+        mod, is_pkg = self.module_name
+        if qname.startswith("."):
+            level = len(qname) - len(qname.lstrip("."))
+            part, _, name = qname[level:].rpartition(".")
+            base = absolute_module(mod, is_pkg, level, part or None)
+            return f"{base}.{name}" if base else name
+        head = qname.split(".", 1)[0]
+        if head not in self.aliases and (head in self.module_classes or head in self.module_assigns):
+            return f"{mod}.{qname}" if mod else qname
+        return qname
+
+    def project_dataset_base(self, qname: Optional[str]) -> bool:
+        """A base named here and defined in another module of the project (or re-exported by one)
+        that derives from a dataset base there."""
+        if self.index is None or not qname:
+            return False
+        q = self.absolute(qname)
+        ref = self.index.resolve_class(q)
+        if ref is None:
+            c = self.index.canonical(q)
+            return c != q and self._is_dataset_base_name(c)
+        return self.index.derives_from(ref.qname, self._is_dataset_base_name)
+
+    def class_qname(self, cls: ClassInfo) -> Optional[str]:
+        if self.index is None or self.module_classes.get(cls.name) is not cls:
+            return None
+        mod = self.module_name[0]
+        return f"{mod}.{cls.name}" if mod else cls.name
+
+    def base_method(self, cls: ClassInfo, name: str) -> Optional["MethodRef"]:
+        """Where ``cls`` gets method ``name`` from when a base in another module defines it
+        (path, line, qualified class); None when it is defined in this file or nowhere known."""
+        if self.resolve_method(cls, name) is not None:
+            return None
+        q = self.class_qname(cls)
+        if q is None:
+            return None
+        ref = self.index.resolve_method(q, name)
+        if ref is None or ref.cls == q:
+            return None
+        return ref
+
+    def project_init_handles(self, cls: ClassInfo) -> List["AttrFact"]:
+        """Handles that methods in other modules of the project, reached from this class's
+        ``__init__``, open and keep on ``self`` (``self.env = lmdb.open(...)`` in a base class's
+        ``_load()``), unless that module reports them itself (its class is a dataset there and
+        its own ``__init__`` reaches the method)."""
+        return self.project_init_kept(cls, ("factory",))
+
+    def project_init_kept(self, cls: ClassInfo, kinds: Sequence[str]) -> List["AttrFact"]:
+        """Values of the index's ``Assign.kind`` in ``kinds`` ("factory", "generator", "rng", "cuda")
+        kept on ``self`` by methods in other modules of the project that this class's ``__init__``
+        reaches, unless that module reports them itself."""
+        q = self.class_qname(cls)
+        if q is None:
+            return []
+        me = self.module_name[0]
+        out = []
+        for fact in self.index.init_assigns(q):
+            if fact.kind not in kinds or fact.where.cls.rpartition(".")[0] == me:
+                continue
+            owner = fact.where.cls
+            if self.index.derives_from(owner, self._is_dataset_base_name) and any(
+                r == fact.where for r in self.index.init_reach(owner)
+            ):
+                continue
+            out.append(fact)
+        return out
 
     def class_functions(self, cls: ClassInfo) -> List[FuncInfo]:
         """Methods of the class and its same-file bases (MRO order, overridden ones skipped)."""
@@ -749,14 +842,55 @@ class Analysis:
             props |= c.properties
         return props
 
+    def library_bases(self, cls: ClassInfo) -> List[str]:
+        """The bases of ``cls`` outside this file (through same-file bases), as qualified names; with
+        the project index, the bases outside the project reached through project base classes too."""
+        out: List[str] = []
+        for c in self.mro(cls):
+            for b, q in zip(c.bases, c.base_qnames):
+                if q and self.local_base(b) is None and q not in out:
+                    out.append(q)
+        me = self.class_qname(cls)
+        if me is not None:
+            for o in self.index.base_chain(me)[1]:
+                if o not in out:
+                    out.append(o)
+        return out
+
+    def init_hooks(self, cls: ClassInfo) -> List[str]:
+        """Methods of ``cls`` that a base ``__init__`` outside this file calls on self: the hooks of a
+        library model (PyG ``Dataset.__init__`` -> ``process()``), or what a project base class's
+        ``__init__`` in another module reaches (``self._load()``)."""
+        k = self.knowledge
+        names: List[str] = []
+        for q in self.library_bases(cls):
+            names += [h for h in k.library_hooks(q) if h not in names]
+        me = self.class_qname(cls)
+        if me is not None:
+            names += [r.name for r in self.index.init_reach(me) if r.cls == me and r.name not in names]
+        return names
+
+    def transient_args(self, qname: Optional[str], cls: Optional[ClassInfo] = None) -> FrozenSet[str]:
+        """Constructor arguments a modelled library class uses without keeping them (torchvision
+        ``ImageFolder(is_valid_file=...)``): of the class ``qname`` names, or of ``cls``'s library bases."""
+        k = self.knowledge
+        out: Set[str] = set(k.library_transient(qname)) if qname else set()
+        if cls is not None:
+            for q in self.library_bases(cls):
+                out |= k.library_transient(q)
+        return frozenset(out)
+
     def parent_side(self, cls: ClassInfo) -> List[FuncInfo]:
-        roots = [self.resolve_method(cls, n) for n in PARENT_ROOTS]
+        names = PARENT_ROOTS + tuple(self.init_hooks(cls))
+        roots = [self.resolve_method(cls, n) for n in names]
         return self.closure(cls, [r for r in roots if r is not None])
 
     def worker_side(self, cls: ClassInfo) -> List[FuncInfo]:
         names = WORKER_ROOTS
         if any((q or "").endswith("DataPipe") for c in self.mro(cls) for q in c.base_qnames):
             names = names + ("reset",)  # a datapipe's reset() runs in each worker when iteration starts
+        for q in self.library_bases(cls):  # PyG Dataset.__getitem__ -> self.get(idx)
+            names = names + tuple(h for h in self.knowledge.library_worker_hooks(q) if h not in names)
         roots = [self.resolve_method(cls, n) for n in names]
         return self.closure(cls, [r for r in roots if r is not None])
 
@@ -1122,6 +1256,83 @@ def _ends_in_npz(node: cst.BaseExpression) -> bool:
     return False
 
 
+def kwarg_value(a: Analysis, call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    """The value of keyword ``name`` of ``call``: given directly, or through ``**kw`` where ``kw`` is
+    a dict literal (``{"chunksize": n}``) or ``dict(chunksize=n)``, directly or bound to a local
+    name of the enclosing function (or the module)."""
+    arg = keyword(call, name)
+    if arg is not None:
+        return arg.value
+    stars = [arg.value for arg in call.args if arg.star == "**"]
+    if not stars:
+        return None
+    sites = a.__dict__.setdefault("_flow_sites", {})
+    if not sites:
+        sites.update({id(s.node): s for s in a.calls})
+    site = sites.get(id(call))
+    scope = site.func if site is not None else None
+    for star in stars:
+        values = [star]
+        if isinstance(star, cst.Name):
+            values = a.local_values(star.value, scope) if scope is not None else list(a.module_assigns.get(star.value, ()))
+        for v in values:
+            if isinstance(v, cst.Dict):
+                for el in v.elements:
+                    if isinstance(el, cst.DictElement) and string_value(el.key) == name:
+                        return el.value
+            elif isinstance(v, cst.Call) and dotted(v.func) == "dict":
+                k = keyword(v, name)
+                if k is not None:
+                    return k.value
+    return None
+
+
+def npz_by_use(a: Analysis, call: cst.Call) -> bool:
+    """``x = np.load(path)`` (or ``self.x = ...``) where ``x`` is elsewhere indexed by a string key
+    (``x["arr_0"]``) or has ``.files`` read: an ``NpzFile``, which holds the zip file open."""
+    used = a.__dict__.get("_flow_npz_used")
+    if used is None:
+
+        class Uses(cst.CSTVisitor):
+            def __init__(self) -> None:
+                self.names: Set[str] = set()
+
+            def _mark(self, e: cst.BaseExpression) -> None:
+                if isinstance(e, cst.Name):
+                    self.names.add(e.value)
+                elif isinstance(e, cst.Attribute):
+                    self.names.add("." + e.attr.value)
+
+            def visit_Subscript(self, node: cst.Subscript) -> None:
+                sl = node.slice
+                if len(sl) == 1 and isinstance(sl[0].slice, cst.Index) and string_value(sl[0].slice.value) is not None:
+                    self._mark(node.value)
+
+            def visit_Attribute(self, node: cst.Attribute) -> None:
+                if node.attr.value == "files":
+                    self._mark(node.value)
+
+        v = Uses()
+        a.module.visit(v)
+        used = a.__dict__["_flow_npz_used"] = v.names
+    if not used:
+        return False
+    sites = a.__dict__.setdefault("_flow_sites", {})
+    if not sites:
+        sites.update({id(s.node): s for s in a.calls})
+    site = sites.get(id(call))
+    stmt = site.stmt if site is not None else None
+    if not isinstance(stmt, cst.Assign) or stmt.value is not call:
+        return False
+    for t in stmt.targets:
+        e = t.target
+        if isinstance(e, cst.Name) and e.value in used:
+            return True
+        if isinstance(e, cst.Attribute) and "." + e.attr.value in used:
+            return True
+    return False
+
+
 def factory_of(a: Analysis, call: cst.Call) -> Optional["object"]:
     q = a.qualify(call.func)
     if q is None:
@@ -1133,14 +1344,16 @@ def factory_of(a: Analysis, call: cst.Call) -> Optional["object"]:
         return None
     if f.when == "npz":
         first = call.args[0].value if call.args and call.args[0].keyword is None else None
-        if first is None or not _ends_in_npz(first) or keyword(call, "mmap_mode") is not None:
+        if kwarg_value(a, call, "mmap_mode") is not None:
+            return None
+        if first is None or not (_ends_in_npz(first) or npz_by_use(a, call)):
             return None
     elif f.when == "chunked":
-        chunk = keyword(call, "chunksize")
-        it = keyword(call, "iterator")
+        chunk = kwarg_value(a, call, "chunksize")
+        it = kwarg_value(a, call, "iterator")
         if not (
-            (chunk is not None and not (isinstance(chunk.value, cst.Name) and chunk.value.value == "None"))
-            or (it is not None and isinstance(it.value, cst.Name) and it.value.value == "True")
+            (chunk is not None and not (isinstance(chunk, cst.Name) and chunk.value == "None"))
+            or (it is not None and isinstance(it, cst.Name) and it.value == "True")
         ):
             return None
     return f
@@ -1274,3 +1487,20 @@ def released_in(fns: Sequence[FuncInfo], attr: str) -> bool:
                 return True
             stored = stored or not is_none(sa.value)
     return False
+
+
+def calls_within(a: Analysis, node: cst.CSTNode) -> List[CallSite]:
+    """The call sites inside ``node`` (a lambda, say), in source order."""
+    ids = call_ids(node)
+    return [site for site in a.calls if id(site.node) in ids]
+
+
+def call_ids(node: cst.CSTNode) -> Set[int]:
+    ids: Set[int] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            ids.add(id(n))
+
+    node.visit(V())
+    return ids

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import fnmatch
+import os
+import posixpath
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence, Tuple
 
-from flake8_forksafe.knowledge import Knowledge, default_knowledge
+from flake8_forksafe.knowledge import Extensions, Knowledge, extension_error, knowledge_for
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -28,8 +31,11 @@ DEFAULT_EXCLUDES = (
 KNOWN_KEYS = {
     "select", "ignore", "extend-select", "extend-ignore", "exclude", "extend-exclude",
     "extra-handle-factories", "extra-dataset-bases", "extra-loaders", "unsafe-fixes", "jobs", "cache",
-    "format", "force-exclude",
+    "format", "force-exclude", "extend-knowledge", "per-file-ignores", "extend-per-file-ignores",
 }
+
+# Codes that are not rules of checks/: FRK000 is a file that does not parse (ignorable like a rule).
+SYNTAX_ERROR = "FRK000"
 
 
 @dataclass(frozen=True)
@@ -48,20 +54,31 @@ class Config:
     format: str = "text"
     force_exclude: bool = False  # apply excludes to files named on the command line too
     root: Optional[Path] = None
-    knowledge: Knowledge = field(default_factory=default_knowledge, compare=False, repr=False)
+    # any list of rules/*.toml extended: (("datasets.bases", ("mylib.Base",)), ...); see knowledge.py
+    extend_knowledge: Extensions = ()
+    # (glob, codes) pairs: flake8/ruff ``per-file-ignores`` (a leading ``!`` negates the glob)
+    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    file_ignore: Tuple[str, ...] = ()  # the per-file codes of one file (``for_path``)
 
-    def with_knowledge(self) -> "Config":
-        return replace(
-            self,
-            knowledge=default_knowledge().extended(
-                self.extra_handle_factories, self.extra_dataset_bases, self.extra_loaders
-            ),
-        )
+    @property
+    def knowledge(self) -> Knowledge:
+        """The knowledge these options ask for: derived here only, built once per distinct options."""
+        return knowledge_for(self.knowledge_extensions())
+
+    def knowledge_extensions(self) -> Extensions:
+        pairs = (
+            ("handles.factory", self.extra_handle_factories),
+            ("datasets.bases", self.extra_dataset_bases),
+            ("datasets.loaders", self.extra_loaders),
+        ) + self.extend_knowledge
+        return tuple((key, values) for key, values in pairs if values)
 
     def is_enabled(self, code: str, default_on: bool) -> bool:
         """flake8's semantics, so both front ends select the same rules: the longest matching
         prefix of select/ignore wins, select wins ties, and rules that are off by default (FRK501)
         sit in the ignore list (flake8's extend-default-ignore), so only naming them selects them."""
+        if self.file_ignore and code.startswith(self.file_ignore):
+            return False  # per-file-ignores win over every selection (as in ruff)
         sel = self.select + self.extend_select
         ignore = self.ignore + (() if default_on else (code,))
         s = max((len(p) for p in sel if code.startswith(p)), default=-1)
@@ -73,6 +90,66 @@ class Config:
         if i < 0:
             return True
         return s >= i
+
+
+    def reports_syntax_errors(self) -> bool:
+        """FRK000 is reported whatever is selected, unless an ignore names it (or a prefix of it) and
+        no longer select does."""
+        code = SYNTAX_ERROR
+        if self.file_ignore and code.startswith(self.file_ignore):
+            return False
+        i = max((len(p) for p in self.ignore if code.startswith(p)), default=-1)
+        s = max((len(p) for p in self.select + self.extend_select if code.startswith(p)), default=-1)
+        return i < 0 or s > i
+
+    def file_ignores(self, path: str) -> Tuple[str, ...]:
+        """The per-file-ignores codes that apply to ``path``."""
+        if not self.per_file_ignores:
+            return ()
+        root = self.root or Path.cwd()
+        try:
+            rel = Path(os.path.abspath(path)).relative_to(Path(os.path.abspath(root))).as_posix()
+        except ValueError:
+            rel = Path(path).as_posix()
+        rel = posixpath.normpath(rel)
+        out: List[str] = []
+        for pattern, codes in self.per_file_ignores:
+            negate = pattern.startswith("!")
+            if _path_matches(rel, pattern[1:] if negate else pattern) != negate:
+                out.extend(codes)
+        return tuple(out)
+
+    def for_path(self, path: str) -> "Config":
+        codes = self.file_ignores(path)
+        return replace(self, file_ignore=codes) if codes else self
+
+
+def _path_matches(rel: str, pattern: str) -> bool:
+    """flake8/ruff matching: a pattern without ``/`` matches the file name or the relative path; one
+    with ``/`` the path relative to the project root (``*`` crosses directories, as in flake8); a
+    pattern naming a directory matches the files below it."""
+    pat = pattern.strip()
+    if pat.startswith("./"):
+        pat = pat[2:]
+    pat = pat.rstrip("/") or pat
+    name = rel.rsplit("/", 1)[-1]
+    if "/" not in pat and fnmatch.fnmatchcase(name, pat):
+        return True
+    if fnmatch.fnmatchcase(rel, pat):
+        return True
+    parts = rel.split("/")
+    return any(fnmatch.fnmatchcase("/".join(parts[:i]), pat) for i in range(1, len(parts)))
+
+
+def _per_file(value, key: str) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
+    if not isinstance(value, dict):
+        raise ConfigError(f'{key} must be a table of glob = [codes], e.g. {{ "tests/*" = ["FRK101"] }}')
+    out = []
+    for pattern, codes in value.items():
+        if not isinstance(pattern, str) or not pattern.strip():
+            raise ConfigError(f"{key}: an empty file pattern")
+        out.append((pattern.strip(), _codes(codes, f"{key} {pattern!r}")))
+    return tuple(out)
 
 
 def _codes(value, key: str) -> Tuple[str, ...]:
@@ -87,14 +164,22 @@ def _codes(value, key: str) -> Tuple[str, ...]:
         v = v.strip().upper()
         if not v:
             continue
-        if v in ("ALL", "FRK") or any(c.startswith(v) for c in ALL_CODES):
+        if v in ("ALL", "FRK") or any(c.startswith(v) for c in ALL_CODES + (SYNTAX_ERROR,)):
             out.append("FRK" if v == "ALL" else v)
-        elif v.startswith("FRK"):
-            raise ConfigError(f"unknown rule code or prefix in {key}: {v} (see `forksafe rules`)")
         else:
-            # Other plugins' codes (flake8 shares select/ignore between plugins): not ours to judge.
-            out.append(v)
+            # forksafe's own options and section: every code must be ours (flake8, which shares
+            # select/ignore between plugins, does not come through here).
+            raise ConfigError(f"unknown rule code or prefix in {key}: {v}{_closest(v, ALL_CODES)} (see `forksafe rules`)")
     return tuple(out)
+
+
+def _closest(value: str, codes: Sequence[str]) -> str:
+    import difflib
+
+    match = difflib.get_close_matches(value, list(codes), n=1, cutoff=0.5)
+    if not match and value[:1].isalpha():  # XYZ: no close code; name the family a prefix would give
+        match = difflib.get_close_matches(value, list(codes), n=1, cutoff=0.0)
+    return f"; did you mean {match[0]}?" if match else ""
 
 
 def _strings(value, key: str) -> Tuple[str, ...]:
@@ -103,6 +188,18 @@ def _strings(value, key: str) -> Tuple[str, ...]:
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{key} must be a list of strings, got {value!r}")
     return tuple(v.strip() for v in value if v.strip())
+
+
+def _extensions(value, source: str) -> Extensions:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{source}: extend-knowledge must be a table of lists, e.g. {{\"datasets.bases\" = [...]}}")
+    out = []
+    for key, names in value.items():
+        error = extension_error(str(key))
+        if error:
+            raise ConfigError(f"{source}: extend-knowledge: {error}")
+        out.append((str(key), _strings(names, f"extend-knowledge.{key}")))
+    return tuple(out)
 
 
 def from_mapping(data: dict, base: Optional[Config] = None, source: str = "config") -> Config:
@@ -122,6 +219,12 @@ def from_mapping(data: dict, base: Optional[Config] = None, source: str = "confi
     for key in ("exclude", "extend-exclude", "extra-handle-factories", "extra-dataset-bases", "extra-loaders"):
         if key in data:
             kw[key.replace("-", "_")] = _strings(data[key], key)
+    if "per-file-ignores" in data:
+        kw["per_file_ignores"] = _per_file(data["per-file-ignores"], "per-file-ignores")
+    if "extend-per-file-ignores" in data:
+        kw["per_file_ignores"] = kw.get("per_file_ignores", cfg.per_file_ignores) + _per_file(
+            data["extend-per-file-ignores"], "extend-per-file-ignores"
+        )
     if "unsafe-fixes" in data:
         if not isinstance(data["unsafe-fixes"], bool):
             raise ConfigError(f"{source}: unsafe-fixes must be true or false")
@@ -140,6 +243,8 @@ def from_mapping(data: dict, base: Optional[Config] = None, source: str = "confi
         kw["jobs"] = data["jobs"]
     if "format" in data:
         kw["format"] = str(data["format"])
+    if "extend-knowledge" in data:
+        kw["extend_knowledge"] = _extensions(data["extend-knowledge"], source)
     return replace(cfg, **kw)
 
 
@@ -154,17 +259,19 @@ def find_pyproject(start: Path) -> Optional[Path]:
 
 def load_pyproject(path: Optional[Path]) -> Config:
     if path is None:
-        return Config().with_knowledge()
+        return Config()
     try:
         with open(path, "rb") as fh:
             doc = tomllib.load(fh)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: cannot read config: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
     section = doc.get("tool", {}).get("flake8-forksafe", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [tool.flake8-forksafe] must be a table")
     cfg = from_mapping(section, source=f"{path} [tool.flake8-forksafe]")
-    return replace(cfg, root=path.parent).with_knowledge()
+    return replace(cfg, root=path.parent)
 
 
 def discover(paths: Sequence[str], explicit: Optional[str] = None) -> Config:
@@ -182,7 +289,7 @@ def discover(paths: Sequence[str], explicit: Optional[str] = None) -> Config:
 def merge_cli(cfg: Config, **options) -> Config:
     """Apply command-line options (None = not given) on top of the file config."""
     data = {k.replace("_", "-"): v for k, v in options.items() if v is not None}
-    return from_mapping(data, base=cfg, source="command line").with_knowledge()
+    return from_mapping(data, base=cfg, source="command line")
 
 
 def split_list(values: Optional[Iterable[str]]) -> Optional[List[str]]:

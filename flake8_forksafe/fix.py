@@ -1,38 +1,33 @@
-"""``forksafe fix``: apply the rules' fixes, one rule at a time, until nothing fixable is left.
+"""``forksafe fix``: apply the rules' fixes in rounds, one analysis per round, until nothing fixable is left.
 
-Each round parses the current text, runs the enabled rules, and lets the first rule (registry order)
-that has fixable findings rewrite the module. The result of every round must parse; a rule whose fix
-does not parse or does not change the text is not asked again. Encoding, BOM and line endings of the
-input are kept; files are written atomically.
+Each round parses the current text once (libcst), runs every enabled rule on that one analysis and
+asks each rule with fixable findings for its rewrite of the module, rules taken in the order of their
+earliest finding. The rewrites are compared with the round's text line by line: every rewrite whose
+changed lines touch top-level statements that no rewrite taken before it in this round touches is
+applied in this round (ruff's non-overlap rule: an insertion between two statements touches both
+neighbours); the others wait for the next round. The findings of the first round are the file's
+findings before the fix, those of the last round the findings that remain.
+
+A round's result is validated by compiling it (CPython) and by the next round's libcst parse: when
+it does not parse, the round is undone and redone with its first rewrite alone; a rule whose rewrite
+does not parse or does not change the text is not asked again (one line in ``notes``), a rule whose
+fix raises is not asked again either (one line in ``errors``). So a file with one fixable rule costs
+two libcst parses. Encoding, BOM and line endings of the input are kept; files are written atomically.
 """
 
 from __future__ import annotations
 
-import codecs
-import io
-import os
-import tempfile
-import tokenize
+import difflib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, List, Optional, Sequence, Set, Union
-
-import libcst as cst
+from typing import Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from flake8_forksafe.config import Config
-from flake8_forksafe.engine import (
-    SAFE,
-    UNSAFE,
-    Finding,
-    SourceError,
-    analyse,
-    check_source,
-    could_have_findings,
-    decode,
-    enabled_rules,
-    locate,
-    run_rules,
-)
+from flake8_forksafe.edit import retarget_imports
+from flake8_forksafe.engine import analyse, check_source, could_have_findings, enabled_rules, locate, run_rules
+from flake8_forksafe.model import SAFE, UNSAFE, Finding, Rule, SourceError
+from flake8_forksafe.prefilter import split_lines
+from flake8_forksafe.source import decode, encode, encoding_of
 
 MAX_ROUNDS = 12
 
@@ -51,53 +46,182 @@ def applicable(fix: Optional[str], unsafe: bool) -> bool:
     return fix == SAFE or (unsafe and fix == UNSAFE)
 
 
-def fix_text(
+Edit = Tuple[int, int, List[str]]  # replace lines [i1, i2) of the round's text with these lines
+
+
+class _Round:
+    """One analysis of one text: its findings and what its rules want to fix."""
+
+    def __init__(self, text: str, path: str, config: Config, rules: Sequence[Rule]) -> None:
+        self.text = text
+        self.findings: List[Finding] = []
+        self.todo: List[Tuple[Rule, List]] = []  # (rule, its fixable reports), by earliest finding
+        self.analysis = None
+        if not could_have_findings(text, config) or not rules:
+            return
+        from flake8_forksafe.notebook import is_jupytext
+
+        # raises SourceError: the caller decides; a jupytext notebook gets no FRK401 guard
+        a = analyse(text, config, path, interactive=is_jupytext(text))
+        self.analysis = a
+        located = locate(a, run_rules(a, rules), path, text)
+        self.findings = [f for f, _, _ in located]
+        self._located = located
+
+    def fixable(self, unsafe: bool, fixers: Set[str]) -> List[Tuple[Rule, List]]:
+        order: List[Rule] = []
+        reports: dict = {}
+        for f, rule, rep in getattr(self, "_located", ()):
+            if rule.code in fixers and rep.fixable and applicable(f.fix, unsafe):
+                if rule.code not in reports:
+                    order.append(rule)
+                    reports[rule.code] = []
+                reports[rule.code].append(rep)
+        return [(r, reports[r.code]) for r in order]
+
+
+def _statement_spans(a) -> List[Tuple[int, int]]:
+    """0-based [start, end) line spans of the module's top-level statements (leading lines included)."""
+    spans = []
+    line = len(a.module.header)
+    for stmt in a.module.body:
+        n = len(split_lines(a.module.code_for_node(stmt)))
+        spans.append((line, line + n))
+        line += n
+    return spans
+
+
+def _edits(old: List[str], new: List[str]) -> List[Edit]:
+    sm = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    return [(i1, i2, new[j1:j2]) for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal"]
+
+
+def _touched(edits: Sequence[Edit], spans: Sequence[Tuple[int, int]]) -> Set[int]:
+    """The top-level statements (indexes; -1: before the first, len: after the last) the edits touch."""
+    out: Set[int] = set()
+    for i1, i2, repl in edits:
+        lo, hi = i1, i2
+        if i2 == i1:  # an insertion touches both neighbours, unless indented: the end of the block above
+            first = next((line for line in repl if line.strip()), "")
+            lo, hi = (i1 - 1, i1) if first[:1] in (" ", "\t") and i1 > 0 else (i1 - 1, i1 + 1)
+        hit = False
+        for k, (s, e) in enumerate(spans):
+            if s < max(hi, lo + 1) and lo < e:
+                out.add(k)
+                hit = True
+        if not hit or lo < (spans[0][0] if spans else 0):
+            out.add(-1 if not spans or lo < spans[0][0] else len(spans))
+    return out
+
+
+def _apply(lines: List[str], edits: Sequence[Edit]) -> str:
+    out = list(lines)
+    for i1, i2, repl in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
+        out[i1:i2] = repl
+    return "".join(out)
+
+
+def _compiles(text: str) -> bool:
+    import warnings
+
+    try:
+        with warnings.catch_warnings():  # the user's own warnings, not worth a line under a fake name
+            warnings.simplefilter("ignore")
+            compile(text, "<fixed>", "exec", dont_inherit=True)
+    except Exception:
+        return False
+    return True
+
+
+def _declined(rule: Rule, text: str, notes: Optional[List[str]]) -> None:
+    if notes is not None:  # declined, never silently
+        mixed = " (the file mixes tabs and spaces in its indentation)" if _mixed_indent(text) else ""
+        notes.append(f"{rule.code} not fixed: the rewritten file would not compile{mixed}; finding left as is")
+
+
+def fix_rounds(
     text: str,
     path: str,
     config: Config,
     unsafe: bool,
-    codes: Optional[Set[str]] = None,
+    select: Optional[Iterable[str]] = None,
     errors: Optional[List[str]] = None,
-) -> str:
-    """The fixing loop on decoded text (no BOM). A rule whose fix raises is reported in ``errors``
-    (one line each) and not asked again: one broken fixer never costs the user the other fixes."""
-    rules = [r for r in enabled_rules(config) if r.fix_applicability and (codes is None or r.code in codes)]
-    stuck: Set[str] = set()
+    notes: Optional[List[str]] = None,
+) -> Tuple[str, List[Finding], List[Finding]]:
+    """The fixing loop on decoded text (no BOM): (fixed text, findings before, findings remaining).
+    ``select``: code prefixes; only the selected codes found in the text before are fixed.
+    Raises SourceError when ``text`` itself cannot be analysed."""
+    rules = enabled_rules(config)
+    rnd = _Round(text, path, config, rules)
+    before = rnd.findings
+    fixers = {r.code for r in rules if r.fix_applicability}
+    if select is not None:
+        select = tuple(select)
+        fixers &= {f.code for f in before if f.code.startswith(select)}
     for _ in range(MAX_ROUNDS):
-        if not could_have_findings(text, config):
-            break
-        a = analyse(text, config, path)
-        live = [r for r in rules if r.code not in stuck]
-        located = locate(a, run_rules(a, live), path, text)
-        todo = [(rule, rep) for f, rule, rep in located if rep.fixable and applicable(f.fix, unsafe)]
+        todo = rnd.fixable(unsafe, fixers)
         if not todo:
             break
-        rule = todo[0][0]
-        reports = [rep for r, rep in todo if r is rule]
-        try:
-            new_text = rule.fix(a, reports).code
-        except NotImplementedError:
-            stuck.add(rule.code)
+        old = split_lines(rnd.text)
+        spans = _statement_spans(rnd.analysis)
+        taken: List[Tuple[Rule, List[Edit], str]] = []
+        used: Set[int] = set()
+        for rule, reports in todo:
+            try:
+                new_text = retarget_imports(rnd.analysis.module, rule.fix(rnd.analysis, reports)).code
+            except NotImplementedError:
+                fixers.discard(rule.code)
+                continue
+            except Exception as exc:  # a bug in one fixer: keep going, say so
+                fixers.discard(rule.code)
+                if errors is not None:
+                    errors.append(
+                        f"internal error in the {rule.code} fix ({type(exc).__name__}: {exc}); finding left as is"
+                    )
+                continue
+            if new_text == rnd.text:
+                fixers.discard(rule.code)
+                continue
+            edits = _edits(old, split_lines(new_text))
+            touched = _touched(edits, spans)
+            if touched & used:
+                continue  # overlaps a rewrite taken in this round: next round
+            used |= touched
+            taken.append((rule, edits, new_text))
+            if len(taken) == 1 and not _compiles(new_text):
+                fixers.discard(rule.code)
+                _declined(rule, rnd.text, notes)
+                taken, used = [], set()
+        if not taken:
             continue
-        except Exception as exc:  # a bug in one fixer: keep going, say so
-            stuck.add(rule.code)
-            if errors is not None:
-                errors.append(f"internal error in the {rule.code} fix ({type(exc).__name__}: {exc}); finding left as is")
-            continue
-        if new_text == text or not _parses(new_text):
-            stuck.add(rule.code)
-            continue
-        text = new_text
-    return text
+        nxt = None
+        if len(taken) > 1:
+            merged = _apply(old, [e for _, edits, _ in taken for e in edits])
+            if _compiles(merged):
+                nxt = _next(merged, path, config, rules)
+        if nxt is None:  # one rewrite, or the merged ones do not parse: the first alone (it compiles)
+            rule, _, new_text = taken[0]
+            nxt = _next(new_text, path, config, rules)
+            if nxt is None:
+                fixers.discard(rule.code)
+                _declined(rule, rnd.text, notes)
+                continue
+        rnd = nxt
+    return rnd.text, before, rnd.findings
 
 
-def _parses(text: str) -> bool:
+def _next(text: str, path: str, config: Config, rules: Sequence[Rule]) -> Optional[_Round]:
     try:
-        cst.parse_module(text)
-        compile(text, "<fixed>", "exec", dont_inherit=True)
-    except Exception:
-        return False
-    return True
+        return _Round(text, path, config, rules)
+    except SourceError:
+        return None
+
+
+
+
+def _mixed_indent(text: str) -> bool:
+    indents = {line[: len(line) - len(line.lstrip(" \t"))] for line in text.splitlines()}
+    return any("\t" in i for i in indents) and any(" " in i for i in indents)
 
 
 def fix_source(
@@ -109,49 +233,27 @@ def fix_source(
     select: Optional[Iterable[str]] = None,
 ) -> FixResult:
     """Fix one file's source. Raises SourceError for a file that cannot be checked."""
-    config = config or Config().with_knowledge()
+    config = config or Config()
     unsafe = unsafe or config.unsafe_fixes
-    is_bytes = isinstance(source, bytes)
-    encoding = "utf-8"
-    bom = False
-    if is_bytes:
-        bom = source.startswith(codecs.BOM_UTF8)
-        try:
-            encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
-        except SyntaxError as exc:
-            raise SourceError(f"cannot decode: {exc}") from None
-        if encoding == "utf-8-sig":
-            encoding = "utf-8"
-    else:
-        bom = source.startswith("\ufeff")
+    encoding, bom = encoding_of(source)
     text = decode(source, path)
-    before = check_source(text, path, config)
-    codes = None
-    if select is not None:
-        codes = {c for c in (f.code for f in before) if any(c.startswith(s) for s in select)}
     from flake8_forksafe import slicing
 
     errors: List[str] = []
     notes: List[str] = []
     new_text = text
-    if before and len(text) > slicing.MAX_ANALYSED:
+    if len(text) > slicing.MAX_ANALYSED:
         # a fix rewrites the whole module: libcst would need ~400x the file's size in memory
-        notes.append(
-            f"not fixed: {len(text) / 1e6:.1f} MB is over the {slicing.MAX_ANALYSED / 1e6:.0f} MB that a fix "
-            f"rewrites per file; its findings are listed below"
-        )
-    elif before:
-        new_text = fix_text(text, path, config, unsafe, codes, errors)
-    remaining = check_source(new_text, path, config) if new_text != text else before
-    fixed = _gone(before, remaining)
-    out: Union[str, bytes]
-    if is_bytes:
-        if new_text == text:
-            out = source
-        else:
-            out = (codecs.BOM_UTF8 if bom else b"") + new_text.encode(encoding)
+        before = remaining = check_source(text, path, config)
+        if before:
+            notes.append(
+                f"not fixed: {len(text) / 1e6:.1f} MB is over the {slicing.MAX_ANALYSED / 1e6:.0f} MB that a fix "
+                f"rewrites per file; its findings are listed below"
+            )
     else:
-        out = ("\ufeff" if bom else "") + new_text if new_text != text else source
+        new_text, before, remaining = fix_rounds(text, path, config, unsafe, select, errors, notes)
+    fixed = _gone(before, remaining)
+    out = encode(new_text, source, encoding, bom) if new_text != text else source
     return FixResult(source=out, fixed=fixed, remaining=remaining, changed=new_text != text, errors=errors, notes=notes)
 
 
@@ -164,23 +266,3 @@ def _gone(before: Sequence[Finding], after: Sequence[Finding]) -> List[Finding]:
         else:
             out.append(f)
     return out
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """Write via a temporary file in the same directory and rename: never a half-written file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    st = os.stat(path)
-    fd, tmp = tempfile.mkstemp(prefix=".forksafe-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, st.st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -1,4 +1,11 @@
-"""The declarative knowledge in ``rules/*.toml``, loaded once and extended from config."""
+"""The declarative knowledge in ``rules/*.toml``: the only reader of those files.
+
+Every list in them can be extended from configuration with one generic mechanism: an extension is
+``("<file>.<entry>", values)`` (``"datasets.bases"``, ``"unpicklable.transient.functions"``,
+``"handles.factory"``); for a list of tables (``handles.factory``, ``unpicklable.object``) a value is
+the ``name`` of a new entry, with the defaults of the other fields, and a name already there is kept
+as shipped. ``knowledge_for(extensions)`` builds and caches the result (``Config.knowledge``).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,7 @@ import functools
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, FrozenSet, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Sequence, Tuple, TypeVar
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -33,6 +40,17 @@ class Factory:
 
 
 @dataclass(frozen=True)
+class LibraryClass:
+    """A library class modelled in ``rules/libraries.toml``."""
+
+    name: str
+    dataset: bool = True  # a torch dataset (subclasses are dataset-like)
+    hooks: Tuple[str, ...] = ()  # methods its ``__init__`` calls on self: parent-side in a subclass
+    transient: FrozenSet[str] = frozenset()  # constructor arguments used while constructing, not kept
+    worker_hooks: Tuple[str, ...] = ()  # methods its ``__getitem__``/``__iter__`` calls: worker-side in a subclass
+
+
+@dataclass(frozen=True)
 class Knowledge:
     factories: Dict[str, Factory]
     dataset_bases: FrozenSet[str]
@@ -55,40 +73,152 @@ class Knowledge:
     rng_constructors: FrozenSet[str]
     seeders: FrozenSet[str]
     seed_sources: FrozenSet[str]
+    transient_functions: FrozenSet[str]  # calls that use a function argument without keeping it
+    transient_methods: FrozenSet[str]
+    iteration_consumers: FrozenSet[str]  # FRK401: calls that iterate a loader they are given
+    iteration_wrappers: FrozenSet[str]
+    context_keywords: Tuple[str, ...]  # FRK401: keywords that pass a multiprocessing context
+    library_classes: Dict[str, LibraryClass] = field(default_factory=dict)  # rules/libraries.toml
+    not_datasets: FrozenSet[str] = frozenset()  # look-alike `...Dataset` classes that are not torch datasets
+    not_dataset_modules: Tuple[str, ...] = ()  # modules none of whose classes is a torch dataset
+    generator_functions: FrozenSet[str] = frozenset()  # calls returning a generator/iterator (FRK203)
+    generator_methods: FrozenSet[str] = frozenset()  # pathlib-like methods returning one, on any non-module receiver
+    path_generator_methods: FrozenSet[str] = frozenset()  # the same, only on a `...Path(...)` receiver
     # Words a file must contain to possibly hold a dataset/loader finding (the textual pre-filter).
     words: Tuple[str, ...] = field(default=())
+    # What other modules derive from this object (``derived``), kept with it: no global keyed by id.
+    _derived: Dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
-    def extended(self, handle_factories=(), dataset_bases=(), loaders=()) -> "Knowledge":
-        if not (handle_factories or dataset_bases or loaders):
-            return self
-        factories = dict(self.factories)
-        for name in handle_factories:
-            factories.setdefault(name, Factory(name))
-        extra_words = tuple(n.rsplit(".", 1)[-1] for n in (*dataset_bases, *loaders))
-        return Knowledge(
-            **{
-                **self.__dict__,
-                "factories": factories,
-                "dataset_bases": self.dataset_bases | frozenset(dataset_bases),
-                "loaders": self.loaders | frozenset(loaders),
-                "words": tuple(dict.fromkeys(self.words + extra_words)),
-            }
-        )
+    def derived(self, key: str, make: "Callable[[Knowledge], T]") -> "T":
+        """``make(self)``, computed once per Knowledge object (e.g. the pre-filter's name sets)."""
+        try:
+            return self._derived[key]
+        except KeyError:
+            value = self._derived[key] = make(self)
+            return value
+
+    def not_a_dataset(self, qname: str) -> bool:
+        """``qname`` (resolved through imports) names another library's look-alike: ``xarray.Dataset``,
+        Hugging Face ``datasets.Dataset``, ``tf.data.Dataset``; a modelled torch dataset never is."""
+        if qname in self.dataset_bases:
+            return False
+        lib = self.library_classes.get(qname)
+        if lib is not None:
+            return not lib.dataset
+        if qname in self.not_datasets:
+            return True
+        return any(qname == m or qname.startswith(m + ".") for m in self.not_dataset_modules)
+
+    def library_hooks(self, qname: str) -> Tuple[str, ...]:
+        lib = self.library_classes.get(qname)
+        return lib.hooks if lib is not None else ()
+
+    def library_worker_hooks(self, qname: str) -> Tuple[str, ...]:
+        lib = self.library_classes.get(qname)
+        return lib.worker_hooks if lib is not None else ()
+
+    def library_transient(self, qname: str) -> FrozenSet[str]:
+        lib = self.library_classes.get(qname)
+        return lib.transient if lib is not None else frozenset()
 
 
-def _load(name: str) -> dict:
-    with open(data_dir() / name, "rb") as fh:
-        return tomllib.load(fh)
+T = TypeVar("T")
+Extensions = Tuple[Tuple[str, Tuple[str, ...]], ...]
+FILES = ("handles", "datasets", "unpicklable", "cuda", "multiprocessing", "rng", "libraries")
 
 
 @functools.lru_cache(maxsize=None)
+def _shipped() -> Dict[str, dict]:
+    out = {}
+    for name in FILES:
+        with open(data_dir() / f"{name}.toml", "rb") as fh:
+            out[name] = tomllib.load(fh)
+    return out
+
+
+def extension_error(key: str) -> str:
+    """Why ``key`` names no list of ``rules/*.toml`` that configuration can extend ("" if it does)."""
+    node: Any = _shipped()
+    parts = key.split(".")
+    for i, part in enumerate(parts):
+        if not isinstance(node, dict) or part not in node:
+            lists = ", ".join(extension_keys())
+            return f"unknown knowledge list {key!r} (known: {lists})"
+        node = node[part]
+    if not isinstance(node, list):
+        return f"{key!r} is not a list"
+    return ""
+
+
+def extension_keys() -> Tuple[str, ...]:
+    """Every extensible list, as ``file.entry`` (``file.table.entry`` for nested tables)."""
+    out = []
+
+    def walk(prefix: str, node: Any) -> None:
+        for k, v in node.items():
+            if isinstance(v, list):
+                out.append(f"{prefix}.{k}")
+            elif isinstance(v, dict):
+                walk(f"{prefix}.{k}", v)
+
+    for name, data in _shipped().items():
+        walk(name, data)
+    return tuple(out)
+
+
+def _extend(data: Dict[str, dict], key: str, values: Sequence[str]) -> None:
+    *path, last = key.split(".")
+    node = data
+    for part in path:
+        node[part] = dict(node[part])  # copy on the way down: the shipped data stays as loaded
+        node = node[part]
+    entries = list(node[last])
+    if entries and isinstance(entries[0], dict):  # a list of tables: values are names
+        have = {e.get("name") for e in entries}
+        entries += [{"name": v} for v in values if v not in have]
+    else:
+        entries += [v for v in values if v not in entries]
+    node[last] = entries
+
+
+@functools.lru_cache(maxsize=64)
+def knowledge_for(extensions: Extensions = ()) -> Knowledge:
+    """The shipped knowledge extended by ``extensions`` (``(("datasets.bases", ("mylib.Base",)),)``);
+    built once per distinct extensions."""
+    data = dict(_shipped())
+    for key, values in extensions:
+        if values:
+            error = extension_error(key)
+            if error:
+                raise ValueError(error)
+            _extend(data, key, values)
+    return _build(data)
+
+
 def default_knowledge() -> Knowledge:
-    handles = _load("handles.toml")
-    datasets = _load("datasets.toml")
-    unpick = _load("unpicklable.toml")
-    cuda = _load("cuda.toml")
-    mp = _load("multiprocessing.toml")
-    rng = _load("rng.toml")
+    return knowledge_for(())
+
+
+def _build(data: Dict[str, dict]) -> Knowledge:
+    handles = data["handles"]
+    datasets = data["datasets"]
+    unpick = data["unpicklable"]
+    cuda = data["cuda"]
+    mp = data["multiprocessing"]
+    rng = data["rng"]
+    libs = data["libraries"]
+    transient = unpick.get("transient", {})
+    library_classes = {
+        c["name"]: LibraryClass(
+            name=c["name"],
+            dataset=bool(c.get("dataset", True)),
+            hooks=tuple(c.get("hooks", ())),
+            transient=frozenset(c.get("transient", ())),
+            worker_hooks=tuple(c.get("worker_hooks", ())),
+        )
+        for c in libs.get("class", ())
+    }
+    lib_bases = tuple(n for n, c in library_classes.items() if c.dataset)
     factories = {
         f["name"]: Factory(
             name=f["name"],
@@ -101,7 +231,7 @@ def default_knowledge() -> Knowledge:
     }
     return Knowledge(
         factories=factories,
-        dataset_bases=frozenset(datasets["bases"]),
+        dataset_bases=frozenset(datasets["bases"]) | frozenset(lib_bases),
         dataset_base_suffixes=tuple(datasets["base_name_suffixes"]),
         dataset_modules=tuple(datasets["dataset_modules"]),
         loaders=frozenset(datasets["loaders"]),
@@ -121,11 +251,23 @@ def default_knowledge() -> Knowledge:
         rng_constructors=frozenset(rng["constructors"]),
         seeders=frozenset(rng["seeders"]),
         seed_sources=frozenset(rng["seed_sources"]),
+        transient_functions=frozenset(transient.get("functions", ())),
+        transient_methods=frozenset(transient.get("methods", ())),
+        iteration_consumers=frozenset(mp.get("iteration_consumers", ())),
+        iteration_wrappers=frozenset(mp.get("iteration_wrappers", ())),
+        context_keywords=tuple(mp.get("context_keywords", ("multiprocessing_context", "mp_context", "context"))),
+        library_classes=library_classes,
+        not_datasets=frozenset(libs.get("not_datasets", ())),
+        not_dataset_modules=tuple(libs.get("not_dataset_modules", ())),
+        generator_functions=frozenset(libs.get("generator_functions", ())),
+        generator_methods=frozenset(libs.get("generator_methods", ())),
+        path_generator_methods=frozenset(libs.get("path_generator_methods", ())),
         # The textual pre-filter (prefilter.py): a file with none of these words cannot have a finding.
         words=tuple(
             dict.fromkeys(
                 ("Dataset", "DataLoader", "DataPipe", "datasets", "worker_init_fn")
                 + tuple(b.rsplit(".", 1)[-1] for b in datasets["bases"])
+                + tuple(b.rsplit(".", 1)[-1] for b in lib_bases)
                 + tuple(l.rsplit(".", 1)[-1] for l in datasets["loaders"])
             )
         ),

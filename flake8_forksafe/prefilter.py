@@ -76,14 +76,8 @@ class _Names:
         return name in self.loaders or name.endswith(self.loader_suffixes)
 
 
-_NAMES: Dict[int, Tuple[Knowledge, _Names]] = {}
-
-
 def _names(k: Knowledge) -> _Names:
-    got = _NAMES.get(id(k))
-    if got is None or got[0] is not k:
-        got = _NAMES[id(k)] = (k, _Names(k))
-    return got[1]
+    return k.derived("prefilter", _Names)
 
 
 def _dotted(node: ast.AST) -> Optional[str]:
@@ -367,25 +361,19 @@ def split_lines(text: str) -> List[str]:
     return _LINE.findall(text)
 
 
-def facts_of_text(text: str, k: Knowledge, keep: bool = False) -> Optional[Facts]:
-    """The file's facts, or None when it does not parse. ``keep``: the caller (the gate) knows
-    the slicer will ask for the same big text next; the facts are kept for that one call. A file over ``CHUNK_ABOVE`` bytes is parsed
+def facts_of_text(text: str, k: Knowledge) -> Optional[Facts]:
+    """The file's facts, or None when it does not parse. A file over ``CHUNK_ABOVE`` bytes is parsed
     in groups of top-level statements (cut before lines starting with ``def``/``class``/``@``, a
     group growing until it parses), so memory stays bounded by the largest statement: the ast
     of a 5.6 MB file takes about 1 GB at once."""
-    last = _LAST.pop("facts", None)
-    if last is not None and last[0] is text and last[1] is k:
-        return last[2]  # the engine asks again for the same big file (gate, then slicing): once
-    facts = _facts_of_text(text, k)
-    if keep and len(text) > 100_000:
-        _LAST["facts"] = (text, k, facts)
-    return facts
-
-
-_LAST: Dict[str, Tuple[str, Knowledge, Optional[Facts]]] = {}
+    return _facts_of_text(text, k)
 
 
 def _facts_of_text(text: str, k: Knowledge) -> Optional[Facts]:
+    from flake8_forksafe.guard import too_deep
+
+    if too_deep(text):
+        return None  # the parse that follows skips the file with one line
     if len(text) <= CHUNK_ABOVE:
         try:
             tree = ast.parse(text)
@@ -421,15 +409,28 @@ def ast_gate(tree: ast.AST, k: Knowledge) -> bool:
     return facts_of_tree(tree, k).could_have_findings()
 
 
-def could_have_findings(text: str, k: Knowledge, tree: Optional[ast.AST] = None) -> bool:
+class Gate:
+    """The gate's verdict on one file and the facts it computed (None when the text gate alone
+    decided, or the file does not parse): the slicer takes them (``slicing.reduce``)."""
+
+    __slots__ = ("passes", "facts", "parsed")
+
+    def __init__(self, passes: bool, facts: Optional[Facts] = None, parsed: bool = False) -> None:
+        self.passes = passes
+        self.facts = facts
+        self.parsed = parsed  # facts_of_text ran: ``facts`` is its answer (None: a syntax error)
+
+
+def gate(text: str, k: Knowledge) -> Gate:
     if not text_gate(text, k):
-        return False
-    if tree is not None:
-        return ast_gate(tree, k)
-    facts = facts_of_text(text, k, keep=True)
+        return Gate(False)
+    facts = facts_of_text(text, k)
     if facts is None:
-        return True  # let the real parser report
-    if not facts.could_have_findings():
-        _LAST.pop("facts", None)  # kept only for the slicer that runs next on a file that passes
-        return False
-    return True
+        return Gate(True, None, parsed=True)  # let the real parser report
+    return Gate(facts.could_have_findings(), facts, parsed=True)
+
+
+def could_have_findings(text: str, k: Knowledge, tree: Optional[ast.AST] = None) -> bool:
+    if tree is not None:
+        return text_gate(text, k) and ast_gate(tree, k)
+    return gate(text, k).passes

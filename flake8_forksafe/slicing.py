@@ -1,7 +1,9 @@
 """Keep libcst's memory bounded on big files: analyse only the statements a finding can involve.
 
-libcst's tree costs about 400 bytes of memory per byte of source (a 1.4 MB file took ~1 GB), so a
-file larger than ``SLICE_ABOVE`` is reduced before libcst sees it. Every top-level ``def`` /
+libcst's tree costs about 400 bytes of memory per byte of source (a 1.4 MB file took ~1 GB), and its
+parse and the analysis cost time per statement, so a file over ``SLICE_ABOVE`` is reduced before
+libcst sees it (``engine.check_source`` keeps a file whole when a class's dataset base is in another
+module of the project: the slicer, which sees one file, cannot know it). Every top-level ``def`` /
 ``class`` that cannot take part in a finding is removed, whole lines at a time: the columns of the
 rest are unchanged and a line map gives back each original line (positions and ``# noqa`` stay
 exact). Kept are:
@@ -15,8 +17,8 @@ exact). Kept are:
   kept ``def`` / ``class`` (a subclass of a kept dataset, a function building it).
 
 A file holding the string ``"fork"`` is not reduced (FRK404 asks whether anything in the module uses
-CUDA). The facts come from ``prefilter.facts_of_text``, which parses a very big file one group of
-statements at a time. tests/test_slicing.py checks that reduced and whole files give the same
+CUDA). The facts are the pre-filter's (``prefilter.gate`` returns them with its verdict; without one,
+``prefilter.facts_of_text``), which parses a very big file one group of statements at a time. tests/test_slicing.py checks that reduced and whole files give the same
 findings.
 """
 
@@ -25,7 +27,7 @@ from __future__ import annotations
 from typing import List, Optional, Set, Tuple
 
 from flake8_forksafe.knowledge import Knowledge
-from flake8_forksafe.prefilter import Facts, StmtFact, facts_of_text, split_lines
+from flake8_forksafe.prefilter import Facts, Gate, StmtFact, facts_of_text, split_lines
 
 SLICE_ABOVE = 200_000  # bytes of source; smaller files are analysed whole
 MAX_ANALYSED = 1_000_000  # bytes of (reduced) source libcst may parse (~400 MB of memory)
@@ -83,13 +85,16 @@ def dropped_spans(facts: Facts) -> List[Tuple[int, int]]:
     return sorted(drop)
 
 
-def reduce(text: str, k: Knowledge, above: Optional[int] = None) -> Tuple[str, Optional[List[int]]]:
+def reduce(
+    text: str, k: Knowledge, above: Optional[int] = None, gate: Optional[Gate] = None
+) -> Tuple[str, Optional[List[int]]]:
     """The text libcst should analyse and, when it is not ``text`` itself, the original line number
     of each of its lines. A file over ``above`` bytes loses the top-level statements no finding
-    can involve (whole lines: every column of the rest is unchanged)."""
+    can involve (whole lines: every column of the rest is unchanged). ``gate``: the pre-filter's
+    verdict on this text, whose facts are used instead of parsing it again."""
     if len(text) <= (SLICE_ABOVE if above is None else above):
         return text, None
-    facts = facts_of_text(text, k)
+    facts = gate.facts if gate is not None and gate.parsed else facts_of_text(text, k)
     if facts is None:
         return text, None  # the real parser gives the one-line error
     spans = dropped_spans(facts)

@@ -31,10 +31,12 @@ HAZARD = textwrap.dedent(
                 return txn.get(str(i).encode())
     """
 )
+SHORT = "lmdb.open() opened in Frames.__init__ and kept in self.env"
 MSG = (
-    "lmdb.open() opened in Frames.__init__ and kept in self.env: forked DataLoader workers share the "
+    f"{SHORT}: forked DataLoader workers share the "
     "parent's handle and spawn workers cannot pickle it; open it lazily in each worker process"
 )
+SUMMARY = "Found 1 finding. 1 fixable with `forksafe fix`."
 
 
 def forksafe(*args, cwd, stdin=None):
@@ -59,7 +61,7 @@ def proj(tmp_path):
 def test_check_reports_path_line_col_code_message_and_exits_1(proj):
     r = forksafe("check", "--no-cache", cwd=proj)
     assert r.returncode == 1
-    assert r.stdout == f"data.py:7:20: FRK101 {MSG}\n"
+    assert r.stdout == f"data.py:7:20: FRK101 [*] {SHORT}\n{SUMMARY}\n"
     assert r.stderr == ""
 
 
@@ -71,7 +73,7 @@ def test_check_clean_exits_0(proj):
 def test_flake8_reports_the_same(proj):
     r = flake8("--isolated", "--select", "FRK", "data.py", "clean.py", cwd=proj)
     assert r.returncode == 1
-    assert r.stdout == f"data.py:7:20: FRK101 {MSG}\n"
+    assert r.stdout == f"data.py:7:20: FRK101 {SHORT}\n"  # the short message, without the fix marker
 
 
 def test_json_format(proj):
@@ -147,7 +149,7 @@ def test_pyproject_extra_handle_factory(tmp_path):
         "class D(Dataset):\n    def __init__(self, p):\n        self.s = open_store(p)\n"
     )
     r = forksafe("check", "--no-cache", cwd=tmp_path)
-    assert r.returncode == 1 and "d.py:6:18: FRK101 mylib.store.open_store() opened" in r.stdout
+    assert r.returncode == 1 and "d.py:6:18: FRK101 [*] mylib.store.open_store() opened" in r.stdout
 
 
 def test_flake8_config_extra_dataset_base(tmp_path):
@@ -205,7 +207,7 @@ def test_directory_walk_skips_venvs_and_excludes(tmp_path):
     (tmp_path / "myenv" / "pyvenv.cfg").write_text("home = /usr\n")
     (tmp_path / "pyproject.toml").write_text('[tool.flake8-forksafe]\nextend-exclude = ["third"]\n')
     r = forksafe("check", "--no-cache", ".", cwd=tmp_path)
-    assert r.stdout.splitlines() == [f"pkg/d.py:7:20: FRK101 {MSG}"]
+    assert r.stdout.splitlines() == [f"pkg/d.py:7:20: FRK101 [*] {SHORT}", SUMMARY]
 
 
 def test_explicit_file_is_checked_even_if_excluded(tmp_path):

@@ -14,7 +14,7 @@ from flake8_forksafe.config import Config
 from flake8_forksafe.engine import check_source
 from flake8_forksafe.fix import fix_source
 
-ALL = Config(select=("FRK", "FRK501")).with_knowledge()
+ALL = Config(select=("FRK", "FRK501"))
 
 IMPORTS = st.sampled_from(
     [

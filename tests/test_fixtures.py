@@ -21,7 +21,7 @@ from tests.conftest import tool
 from tests.helpers import ROOT, expected, fixed_path, fixture_files
 
 FILES = fixture_files()
-ALL = Config(select=("FRK", "FRK501")).with_knowledge()
+ALL = Config(select=("FRK", "FRK501"))
 IDS = [f"{p.parent.name}/{p.name}" for p in FILES]
 
 

@@ -20,13 +20,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flake8_forksafe.config import Config
-from flake8_forksafe.engine import SourceError, check_source, decode
+from flake8_forksafe.engine import check_source
+from flake8_forksafe.model import SourceError
+from flake8_forksafe.source import decode
 from flake8_forksafe.prefilter import could_have_findings, text_gate
 from tests.helpers import fixture_files
 
 CORPUS = sorted(Path(__file__).parent.joinpath("corpus").rglob("*.py"))
 
-ALL = Config(select=("FRK", "FRK501")).with_knowledge()
+ALL = Config(select=("FRK", "FRK501"))
 
 
 def _torch_files():
@@ -84,7 +86,7 @@ def test_text_gate_examples():
     assert text_gate("import torch.multiprocessing as mp\nmp.spawn(f)", k)
     assert not text_gate("import torch.multiprocessing as mp\nx = mp.cpu_count()", k)
     assert not text_gate("class Pool2d(nn.Module): pass", k)
-    ext = Config(extra_dataset_bases=("mylib.Records",)).with_knowledge().knowledge
+    ext = Config(extra_dataset_bases=("mylib.Records",)).knowledge
     assert text_gate("from mylib import Records", ext) and not text_gate("from mylib import Records", k)
 
 

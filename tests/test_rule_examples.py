@@ -8,7 +8,8 @@ import pytest
 
 from flake8_forksafe.checks import ALL_RULES
 from flake8_forksafe.config import Config
-from flake8_forksafe.engine import Example, check_source
+from flake8_forksafe.engine import check_source
+from flake8_forksafe.model import Example
 from flake8_forksafe.fix import fix_source
 from tests.helpers import expected
 
@@ -20,20 +21,25 @@ def _cases(kind):
 
 
 def _config(rule):
-    return Config(select=(rule.code,)).with_knowledge()
+    return Config(select=(rule.code,))
+
+
+def _interactive(rule):
+    """Rules about notebooks (FRK405) check their examples as notebook code."""
+    return True if getattr(rule, "EXAMPLES_AS_NOTEBOOK", False) else None
 
 
 @pytest.mark.parametrize("rule,src", list(_cases("VALID")))
 def test_valid(rule, src):
     src = textwrap.dedent(src)
-    assert [f for f in check_source(src, "example.py", _config(rule))] == []
+    assert [f for f in check_source(src, "example.py", _config(rule), interactive=_interactive(rule))] == []
 
 
 @pytest.mark.parametrize("rule,ex", list(_cases("INVALID")))
 def test_invalid(rule, ex):
     ex = ex if isinstance(ex, Example) else Example(ex)
     src = textwrap.dedent(ex.code)
-    got = sorted((f.code, f.line, f.col) for f in check_source(src, "example.py", _config(rule)))
+    got = sorted((f.code, f.line, f.col) for f in check_source(src, "example.py", _config(rule), interactive=_interactive(rule)))
     want = [e for e in expected(src) if e[0] == rule.code]
     assert want, "an INVALID example must annotate its findings"
     assert got == want

@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Dict, List, Type
 
 if TYPE_CHECKING:  # pragma: no cover
-    from flake8_forksafe.engine import Rule
+    from flake8_forksafe.model import Rule
 
 # code -> class name, in catalogue order
 REGISTRY: Dict[str, str] = {
@@ -27,6 +27,7 @@ REGISTRY: Dict[str, str] = {
     "FRK402": "StartMethodAfterTorchImport",
     "FRK403": "StartMethodWithoutForce",
     "FRK404": "ForkWithCuda",
+    "FRK405": "NotebookDefinitionReachesWorkers",
     "FRK501": "SpawnWorkersNotPersistent",
     "FRK601": "RngCreatedInInit",
     "FRK602": "ConstantWorkerSeed",

@@ -18,19 +18,16 @@ from flake8_forksafe.analysis import (
     released_in,
     self_attr,
 )
-from flake8_forksafe.engine import SAFE, Example, Report, Rule
-from flake8_forksafe.fixes.lazy_handle import (
-    LazyPlan,
-    apply_lazy,
+from flake8_forksafe.families.handles.facts import (
     closed_by_with,
     getstate_leaves_out,
-    is_lazy,
-    plan_derived,
-    plan_lazy,
-    reopens_per_process,
     helper_handles,
+    is_lazy,
     lazy_open_calls,
+    reopens_per_process,
 )
+from flake8_forksafe.families.handles.lazy import LazyPlan, apply_lazy, plan_derived, plan_lazy
+from flake8_forksafe.model import SAFE, Example, Report, Rule
 
 
 @dataclass(eq=False)
@@ -174,9 +171,10 @@ class DS(Dataset):
             return txn.get(str(i).encode())
 """,
             """
+import os
+
 import lmdb
 from torch.utils.data import Dataset
-import os
 
 class DS(Dataset):
     def __init__(self, path):
@@ -186,24 +184,17 @@ class DS(Dataset):
         with self.env.begin() as txn:
             return txn.get(str(i).encode())
 
+    # forksafe: one lmdb.open() handle per process (PID-checked), not pickled
     @property
     def env(self):
-        \"\"\"The lmdb.open() handle of this process: opened on first use, reopened after a fork.\"\"\"
         if getattr(self, "_env_pid", None) != os.getpid():
-            self._close_env()
+            if getattr(self, "_env", None) is not None:
+                self._env.close()
             self._env = lmdb.open(*self._env_args, readonly=True)
             self._env_pid = os.getpid()
         return self._env
 
-    def _close_env(self):
-        \"\"\"Close this process's lmdb.open() handle if it is open (the next use reopens it).\"\"\"
-        handle = getattr(self, "_env", None)
-        self._env = self._env_pid = None
-        if handle is not None:
-            handle.close()
-
     def __getstate__(self):
-        \"\"\"Leave the per-process objects out of the pickle: each process makes its own on first use.\"\"\"
         state = self.__dict__.copy()
         state.pop("_env", None)
         state.pop("_env_pid", None)
@@ -243,6 +234,17 @@ class DS(Dataset):
                 fixable=isinstance(fix, LazyPlan),
                 data=fix,
             )
+
+        for cls in a.dataset_classes:  # opened by a base class's method in another module
+            for fact in a.project_init_handles(cls):
+                yield self.report(
+                    cls.node,
+                    f"{fact.detail}() kept in self.{fact.attr} is opened on the parent side "
+                    f"(opened in base class {fact.where.label}, {fact.path}:{fact.line}): forked "
+                    "DataLoader workers share the parent's handle and spawn workers cannot pickle it; "
+                    "open it lazily in each worker process (no automatic fix: the code is in another module)",
+                    fixable=False,
+                )
 
     def _plan(self, a: Analysis, k: Kept, group: List[Kept]):
         h = k.handle

@@ -8,7 +8,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import libcst as cst
 
 from flake8_forksafe.analysis import Analysis, FuncInfo, _is_data_slice, bound_in_scope, factory_of
-from flake8_forksafe.engine import Report, Rule
+from flake8_forksafe.model import Report, Rule
 
 
 @dataclass(eq=False)

@@ -7,16 +7,14 @@ from typing import Dict, Iterator, List, Tuple
 import libcst as cst
 
 from flake8_forksafe.analysis import Analysis, ClassInfo, FuncInfo, KeptHandle, SelfAssign, kept_handles
-from flake8_forksafe.engine import SAFE, Example, Report, Rule
-from flake8_forksafe.fixes.lazy_handle import (
-    helper_handles,
-    PidPlan,
-    apply_pid,
+from flake8_forksafe.families.handles.facts import (
     getstate_leaves_out,
+    helper_handles,
     is_lazy,
-    plan_pid,
     reopens_per_process,
 )
+from flake8_forksafe.families.handles.pid import PidPlan, apply_pid, plan_pid
+from flake8_forksafe.model import SAFE, Example, Report, Rule
 
 
 class LazyHandleOpenedByParent(Rule):
@@ -100,9 +98,10 @@ class DS(Dataset):
         return self._txn().get(str(i).encode())
 """,
             """
+import os
+
 import lmdb
 from torch.utils.data import Dataset
-import os
 
 class DS(Dataset):
     def __init__(self, path):
@@ -124,7 +123,6 @@ class DS(Dataset):
         return self._txn().get(str(i).encode())
 
     def __getstate__(self):
-        \"\"\"Pickle without the open handles: each process opens its own on first use.\"\"\"
         state = self.__dict__.copy()
         state["env"] = None
         state.pop("_env_pid", None)

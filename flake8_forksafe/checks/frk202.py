@@ -3,22 +3,19 @@ unpickle it."""
 
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Tuple
 
 import libcst as cst
 
-from flake8_forksafe.analysis import (
-    Analysis,
-    ClassInfo,
-    FuncInfo,
-    is_docstring,
-    no_worker_processes,
-    param_default,
-    positional,
-    string_value,
+from flake8_forksafe.analysis import Analysis, FuncInfo, no_worker_processes, positional, string_value
+from flake8_forksafe.families.pickling.facts import collect, is_dataset_base_expr, qualname
+from flake8_forksafe.families.pickling.plans import (
+    Renamer,
+    definition_plan,
+    definition_tops,
+    prepend_statements,
 )
-from flake8_forksafe.checks.frk201 import collect, local_definition, qualname, top_of
-from flake8_forksafe.engine import SAFE, Example, Report, Rule
+from flake8_forksafe.model import SAFE, Example, Report, Rule
 
 WORKER_CALLABLES = ("collate_fn", "worker_init_fn")
 FIX_TEXT = "define it at module level"
@@ -157,7 +154,7 @@ def make(items):
                 found[id(site.node)] = (site.node, message, False)
         if not found:
             return
-        from flake8_forksafe.fixes import hoist
+        from flake8_forksafe.families.pickling import hoist
 
         locs = hoist.locate(a.module, [n for n, _, fixable in found.values() if fixable], definition_tops(a))
         for node, message, fixable in found.values():
@@ -187,7 +184,7 @@ def make(items):
             bases = args[1].value
             if not isinstance(bases, (cst.Tuple, cst.List)):
                 continue
-            if not any(_is_dataset_base(a, el.value, site.func) for el in bases.elements):
+            if not any(is_dataset_base_expr(a, el.value, site.func) for el in bases.elements):
                 continue
             ns = args[2].value
             if isinstance(ns, cst.Dict) and any(
@@ -220,7 +217,7 @@ def make(items):
                 )
 
     def fix(self, a: Analysis, reports: List[Report]) -> cst.Module:
-        from flake8_forksafe.fixes import hoist
+        from flake8_forksafe.families.pickling import hoist
 
         module = a.module
         nodes = [r.node for r in reports if isinstance(r.node, (cst.FunctionDef, cst.ClassDef))]
@@ -243,96 +240,11 @@ def make(items):
                     renames[id(ref)] = new
                 renames[id(node.name)] = new
                 h.rename.update(renames)
-            moved = node.visit(_Renamer(renames)) if renames else node
+            moved = node.visit(Renamer(renames)) if renames else node
             if plan.imports:
-                moved = _prepend(moved, plan.imports)
+                moved = prepend_statements(moved, plan.imports)
             h.remove.add(id(node))
             h.add(loc.index, moved)
         return module.visit(h)
 
 
-def definition_tops(a: Analysis) -> Dict[int, cst.CSTNode]:
-    """Probable top-level statement of every local def and class (a hint for ``locate``)."""
-    out: Dict[int, cst.CSTNode] = {}
-    for f in a.nested_functions:
-        top = top_of(a, f.parent)
-        if top is not None:
-            out[id(f.node)] = top
-    for c in a.classes:
-        if c.in_function is not None:
-            top = top_of(a, c.in_function)
-            if top is not None:
-                out[id(c.node)] = top
-    return out
-
-
-def _is_dataset_base(a: Analysis, expr: cst.BaseExpression, scope: Optional[FuncInfo], depth: int = 0) -> bool:
-    if isinstance(expr, cst.Name):
-        d = local_definition(a, expr.value, scope) or a.module_classes.get(expr.value)
-        if isinstance(d, ClassInfo):
-            return d in a.dataset_classes
-        if depth < 4 and expr.value not in a.aliases:
-            # a parameter's default (`def make(name, base=Dataset)`) or a variable bound to a base
-            default = param_default(scope, expr.value)
-            values = [default] if default is not None else a.local_values(expr.value, scope)
-            if any(_is_dataset_base(a, v, scope, depth + 1) for v in values):
-                return True
-    return a._is_dataset_base_name(a.qualify(expr))
-
-
-def definition_plan(a: Analysis, node: cst.CSTNode, loc):
-    """Whether a local def/class can move to module level as it is: a direct statement of its
-    function, bound once there, closing over no local names (local imports are repeated inside a
-    moved function), with decorators, defaults and bases that exist before the statement it is moved
-    in front of."""
-    from flake8_forksafe.fixes import hoist
-
-    if loc is None or not loc.scopes:
-        return hoist.Captures(problem="not found")
-    func = loc.scopes[-1]
-    if not isinstance(func, cst.FunctionDef) or loc.parent_block is not func.body:
-        return hoist.Captures(problem="it is defined inside a block of its function")
-    name = node.name.value
-    if len(hoist.bindings(func).names.get(name, ())) != 1:
-        return hoist.Captures(problem=f"{name!r} is bound more than once in its function")
-    for outer_scope in loc.scopes[:-1]:
-        if isinstance(outer_scope, (cst.FunctionDef, cst.Lambda)) and name in hoist.bindings(outer_scope).names:
-            return hoist.Captures(problem=f"an enclosing function also binds {name!r}")
-    outer: Dict[str, None] = {}
-    if isinstance(node, cst.FunctionDef):
-        free = hoist.function_free(node)
-        hoist.def_outer_reads(node, outer)
-    else:
-        free = hoist.class_free(node)
-        hoist.class_outer_reads(node, outer)
-    caps = hoist.captures(
-        loc,
-        node,
-        free,
-        allow_partial=False,
-        own_name=name,
-        outer=outer,
-        allow_imports=isinstance(node, cst.FunctionDef),
-    )
-    if caps.problem is None:
-        late = hoist.defined_after(a.module, loc.index, [n for n in outer if n != name])
-        if late:
-            caps.problem = f"it needs {late!r}, defined later in the module"
-    return caps
-
-
-class _Renamer(cst.CSTTransformer):
-    def __init__(self, renames: Dict[int, str]) -> None:
-        super().__init__()
-        self.renames = renames
-
-    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
-        new = self.renames.get(id(original_node))
-        return updated_node.with_changes(value=new) if new else updated_node
-
-
-def _prepend(fn: cst.FunctionDef, lines: List[cst.SimpleStatementLine]) -> cst.FunctionDef:
-    """Put statements at the start of a function body, after its docstring."""
-    body = list(fn.body.body)
-    at = 1 if body and is_docstring(body[0]) else 0
-    return fn.with_changes(body=fn.body.with_changes(body=body[:at] + list(lines) + body[at:]))

@@ -7,17 +7,24 @@ from typing import Iterator, List, Optional
 
 import libcst as cst
 
-from flake8_forksafe.analysis import Analysis, ClassInfo, FuncInfo, SelfAssign, bound_in_scope, container_elements, self_attr
-from flake8_forksafe.engine import SAFE, Example, Report, Rule
-from flake8_forksafe.fixes.lazy_handle import (
-    LazyPlan,
-    apply_lazy,
+from flake8_forksafe.analysis import (
+    Analysis,
+    ClassInfo,
+    FuncInfo,
+    SelfAssign,
+    bound_in_scope,
+    container_elements,
+    self_attr,
+)
+from flake8_forksafe.families.handles.facts import (
     getstate_leaves_out,
     is_lazy,
-    plan_lazy,
     reads_attr,
     reopens_per_process,
 )
+from flake8_forksafe.families.handles.iterators import consumed_at_once, generator_call
+from flake8_forksafe.families.handles.lazy import LazyPlan, apply_lazy, plan_lazy
+from flake8_forksafe.model import SAFE, Example, Report, Rule
 
 ADVICE = {
     "lazy": "create it lazily in each worker process",
@@ -42,6 +49,15 @@ def _classify(a: Analysis, value: Optional[cst.BaseExpression], fn: FuncInfo, de
         q = a.qualify(value.func)
         if q is not None and q in a.knowledge.unpicklable:
             return [Hit(value, f"{q}()", "lazy" if a.knowledge.unpicklable[q] else "worker", True)]
+        if q is not None and q in a.knowledge.generator_functions:
+            return [Hit(value, f"the iterator {q}()", "generator", False)]
+        f = value.func
+        if isinstance(f, cst.Attribute) and _generator_method(a, f):
+            return [Hit(value, f"the generator .{f.attr.value}()", "generator", False)]
+        # calls the library model does not list: receiver-evident pathlib iterators (flow facts)
+        gen = generator_call(a, value, fn)
+        if gen is not None:
+            return [Hit(value, f"the iterator {gen}", "generator", False)]
         target = None
         if isinstance(value.func, cst.Name) and value.func.value not in a.aliases:
             target = a.function_named(value.func.value, fn)
@@ -68,6 +84,20 @@ def _classify(a: Analysis, value: Optional[cst.BaseExpression], fn: FuncInfo, de
     for el in container_elements(value) or []:  # a generator expression was answered above
         out += [Hit(h.node, h.label, h.kind, False) for h in _classify(a, el, fn, depth + 1)]
     return out
+
+
+def _generator_method(a: Analysis, f: cst.Attribute) -> bool:
+    """``x.rglob(...)`` / ``x.iterdir()`` on an object (not a module), or ``Path(...).glob(...)``."""
+    k = a.knowledge
+    name = f.attr.value
+    if name in k.generator_methods:
+        return not (isinstance(f.value, cst.Name) and a.is_module_alias(f.value.value))
+    if name in k.path_generator_methods:
+        recv = f.value
+        while isinstance(recv, cst.BinaryOperation):  # Path(root) / "images"
+            recv = recv.left
+        return isinstance(recv, cst.Call) and (a.qualify(recv.func) or "").endswith("Path")
+    return False
 
 
 def _with_referenced_methods(a: Analysis, cls: ClassInfo, fns: List[FuncInfo]) -> List[FuncInfo]:
@@ -142,9 +172,9 @@ class DS(Dataset):
             return self.items[i]
 """,
             """
+import os
 import threading
 from torch.utils.data import Dataset
-import os
 
 class DS(Dataset):
     def __init__(self, items):
@@ -155,16 +185,15 @@ class DS(Dataset):
         with self.lock:
             return self.items[i]
 
+    # forksafe: one threading.Lock() object per process (PID-checked), not pickled
     @property
     def lock(self):
-        \"\"\"The threading.Lock() of this process: created on first use, never shared with a fork.\"\"\"
         if getattr(self, "_lock_pid", None) != os.getpid():
             self._lock = threading.Lock()
             self._lock_pid = os.getpid()
         return self._lock
 
     def __getstate__(self):
-        \"\"\"Leave the per-process objects out of the pickle: each process makes its own on first use.\"\"\"
         state = self.__dict__.copy()
         state.pop("_lock", None)
         state.pop("_lock_pid", None)
@@ -187,6 +216,15 @@ class DS(Dataset):
     ]
 
     def check(self, a: Analysis) -> Iterator[Report]:
+        for cls in a.dataset_classes:  # a base class in another module of the project
+            for fact in a.project_init_kept(cls, ("generator",)):
+                yield self.report(
+                    cls.node,
+                    f"a generator kept in self.{fact.attr} is created on the parent side (in base class "
+                    f"{fact.where.label}, {fact.path}:{fact.line}): spawn workers cannot pickle a generator "
+                    f"and forked workers each replay a copy of it; {ADVICE['generator']}",
+                    fixable=False,
+                )
         done = set()
         for cls in a.dataset_classes:
             parent = a.parent_side(cls)
@@ -194,6 +232,8 @@ class DS(Dataset):
                 for sa in fn.self_assigns:
                     if sa.kind == "del" or sa.value is None:
                         continue
+                    if sa.kind == "container" and consumed_at_once(sa.stmt, sa.value):
+                        continue  # self.files.extend(p.glob("*")): the items are kept, not the generator
                     hits = _classify(a, sa.value, fn)
                     if not hits or is_lazy(a, cls, fn, sa):
                         continue

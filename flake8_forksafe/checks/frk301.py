@@ -6,19 +6,9 @@ from typing import Iterator, List
 
 import libcst as cst
 
-from flake8_forksafe.analysis import Analysis, ClassInfo, FuncInfo, no_worker_processes
-from flake8_forksafe.engine import UNSAFE, Example, Report, Rule
-from flake8_forksafe.fixes.cuda import CudaUse, cuda_uses, keep_on_cpu
-
-
-def where(a: Analysis, cls: ClassInfo, fn: FuncInfo, root: str) -> str:
-    """``DS.__init__``, ``DS._load() (called from __init__)`` or ``helper() (called from DS.__init__)``."""
-    owner = a.owner_class(fn)
-    if owner is not None and fn.parent is None:
-        if fn.name in ("__init__", "__len__", "__getitem__", "__getitems__", "__iter__", "__next__"):
-            return f"{owner.name}.{fn.name}"
-        return f"{owner.name}.{fn.name}() (called from {root})"
-    return f"{fn.name}() (called from {cls.name}.{root})"
+from flake8_forksafe.analysis import Analysis, no_worker_processes
+from flake8_forksafe.families.cuda.facts import CudaUse, cuda_uses, keep_on_cpu, where
+from flake8_forksafe.model import UNSAFE, Example, Report, Rule
 
 
 class CudaInDatasetInit(Rule):
@@ -147,6 +137,19 @@ class DS(Dataset):
                         fixable=use.fixable_kind and in_class,
                         data=use,
                     )
+        for cls in a.dataset_classes:  # a base class in another module of the project
+            if no_worker_processes(a, cls):
+                continue
+            for fact in a.project_init_kept(cls, ("cuda",)):
+                yield self.report(
+                    cls.node,
+                    f"a CUDA value kept in self.{fact.attr} is made on the parent side (in base class "
+                    f"{fact.where.label}, {fact.path}:{fact.line}): forked DataLoader workers cannot "
+                    "re-initialise CUDA; keep the dataset's tensors on the CPU, pass pin_memory=True to the "
+                    "DataLoader and move each batch to the GPU in the training loop (no automatic fix: the "
+                    "code is in another module)",
+                    fixable=False,
+                )
 
     @staticmethod
     def message(use: CudaUse, where_: str) -> str:

@@ -6,10 +6,16 @@ from typing import Iterator, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
-from flake8_forksafe.analysis import Analysis, CallSite, FuncInfo, callable_target, no_worker_processes
-from flake8_forksafe.checks.frk301 import where
-from flake8_forksafe.engine import Report, Rule
-from flake8_forksafe.fixes.cuda import CudaUse, calls_within, cuda_uses
+from flake8_forksafe.analysis import (
+    Analysis,
+    CallSite,
+    FuncInfo,
+    callable_target,
+    calls_within,
+    no_worker_processes,
+)
+from flake8_forksafe.families.cuda.facts import CudaUse, cuda_uses, where
+from flake8_forksafe.model import Report, Rule
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory,
 #            drop_last, timeout, worker_init_fn, ...)

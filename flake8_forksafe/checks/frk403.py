@@ -2,47 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Iterator, List, Optional
+from typing import Iterator, List
 
 import libcst as cst
 
-from flake8_forksafe.analysis import Analysis, CallSite, is_main_guard, keyword, positional
-from flake8_forksafe.engine import SAFE, Example, Report, Rule
-from flake8_forksafe.fixes.start_method import ancestors, protected, with_force
-
-
-def module_level_setters(a: Analysis, names) -> Iterator[CallSite]:
-    """Calls of ``names`` that run when the module is imported: module level (class bodies too),
-    outside every ``if __name__ == "__main__":`` block."""
-    for site in a.calls:
-        if site.qname not in names or site.func is not None or site.top is None:
-            continue
-        if a.is_guarded(site.top):
-            continue
-        yield site
-
-
-def path_of(site: CallSite) -> List[cst.CSTNode]:
-    return ancestors(site.top, site.node) or [site.top, site.node]
-
-
-def under_guard(path: List[cst.CSTNode]) -> bool:
-    return any(is_main_guard(n) for n in path)
-
-
-def force_missing(call: cst.Call) -> bool:
-    """No ``force=``, or ``force=False`` (an unknown value counts as given)."""
-    arg = keyword(call, "force")
-    value: Optional[cst.BaseExpression] = arg.value if arg is not None else None
-    if value is None:
-        pos = positional(call)
-        if len(pos) >= 2:
-            value = pos[1].value
-        elif any(a.star for a in call.args):
-            return False
-        else:
-            return True
-    return isinstance(value, cst.Name) and value.value == "False"
+from flake8_forksafe.analysis import Analysis
+from flake8_forksafe.families.processes.setters import (
+    force_missing,
+    late_setters,
+    module_level_setters,
+    path_of,
+    under_guard,
+)
+from flake8_forksafe.families.processes.start_method import protected, with_force
+from flake8_forksafe.model import SAFE, Example, Report, Rule
 
 
 class StartMethodWithoutForce(Rule):
@@ -118,8 +91,11 @@ if sys.platform != "win32":
     ]
 
     def check(self, a: Analysis) -> Iterator[Report]:
+        # one finding per hazard: a call FRK402 reports and can fix is its finding alone (its fix adds
+        # force=True); where FRK402 has no fix (a call inside an `if`), adding force=True stays this rule's
+        frk402 = {id(site.node) for site, whole in late_setters(a) if whole}
         for site in module_level_setters(a, a.knowledge.start_method_setters):
-            if not force_missing(site.node):
+            if not force_missing(site.node) or id(site.node) in frk402:
                 continue
             path = path_of(site)
             if under_guard(path) or protected(a, path):

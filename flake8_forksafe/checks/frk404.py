@@ -7,7 +7,7 @@ from typing import Iterator, List, Optional, Tuple
 import libcst as cst
 
 from flake8_forksafe.analysis import Analysis, CallSite, keyword, positional, string_value
-from flake8_forksafe.engine import UNSAFE, Example, Report, Rule
+from flake8_forksafe.model import UNSAFE, Example, Report, Rule
 
 
 def _method_arg(call: cst.Call, name: str) -> Optional[cst.Arg]:

@@ -7,8 +7,8 @@ from typing import Iterator, List, Optional
 import libcst as cst
 
 from flake8_forksafe.analysis import Analysis, FuncInfo, LoaderCall, keyword, string_value
-from flake8_forksafe.engine import SAFE, Example, Report, Rule
-from flake8_forksafe.fixes.start_method import set_keyword_in
+from flake8_forksafe.model import SAFE, Example, Report, Rule
+from flake8_forksafe.families.processes.start_method import set_keyword_in
 
 RESTARTED = ("spawn", "forkserver")
 

@@ -7,8 +7,8 @@ from typing import Dict, Iterator, List, Set, Tuple
 import libcst as cst
 
 from flake8_forksafe.analysis import Analysis, ClassInfo, FuncInfo, no_worker_processes, self_attr
-from flake8_forksafe.engine import UNSAFE, Example, Report, Rule
-from flake8_forksafe.fixes.rng import (
+from flake8_forksafe.model import UNSAFE, Example, Report, Rule
+from flake8_forksafe.families.rng.facts import (
     KeptRng,
     RngPlan,
     apply_rng,
@@ -145,10 +145,11 @@ class DS(Dataset):
         return self.rng.normal(size=3)
 """,
             expected_fix='''
+import os
+
 import numpy as np
 import torch
 from torch.utils.data import Dataset
-import os
 
 class DS(Dataset):
     def __init__(self, n, seed=0):
@@ -234,6 +235,29 @@ class DS(Dataset):
             plan = plans.get(id(kept.ctor))
             fixable = isinstance(plan, RngPlan) and group_fixable(groups[(id(plan.owner.node), plan.attr)])
             yield self.report(kept.ctor, self.message(cls, fn, sa.attr, kept), fixable=fixable, data=plan)
+        for cls in a.dataset_classes:  # made by a base class in another module of the project
+            if no_worker_processes(a, cls):
+                continue
+            facts = a.project_init_kept(cls, ("rng",))
+            if not facts:
+                continue
+            worker = a.worker_side(cls)
+            drawn: Set[str] = set()
+            for fn in worker:
+                drawn |= fn.self_reads
+            renewed = renewed_worker_side(a, worker) | worker_init_renewal(a).attrs
+            for fact in facts:
+                if fact.attr not in drawn or fact.attr in renewed:
+                    continue
+                what = fact.detail.replace("numpy.", "np.", 1) or "an RNG"
+                yield self.report(
+                    cls.node,
+                    f"{what}() kept in self.{fact.attr} is created on the parent side (in base class "
+                    f"{fact.where.label}, {fact.path}:{fact.line}) and copied into every DataLoader worker: all "
+                    "workers draw the same numbers, every epoch; create it lazily in each worker, seeded from "
+                    "torch.utils.data.get_worker_info().seed (no automatic fix: the code is in another module)",
+                    fixable=False,
+                )
 
     @staticmethod
     def message(cls: ClassInfo, fn: FuncInfo, attr: str, kept: KeptRng) -> str:

@@ -7,10 +7,17 @@ from typing import Dict, Iterator, List, Optional, Tuple, Union
 
 import libcst as cst
 
-from flake8_forksafe.analysis import Analysis, CallSite, FuncInfo, callable_target, keyword, positional
-from flake8_forksafe.engine import UNSAFE, Example, Report, Rule
-from flake8_forksafe.fixes.cuda import calls_within
-from flake8_forksafe.fixes.lazy_handle import ensure_imports, module_level_names
+from flake8_forksafe.analysis import (
+    Analysis,
+    CallSite,
+    FuncInfo,
+    callable_target,
+    calls_within,
+    keyword,
+    positional,
+)
+from flake8_forksafe.edit import ensure_imports, module_level_names
+from flake8_forksafe.model import UNSAFE, Example, Report, Rule
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory,
 #            drop_last, timeout, worker_init_fn, ...)
@@ -158,21 +165,28 @@ def make(ds):
     ]
 
     def check(self, a: Analysis) -> Iterator[Report]:
+        # one finding per worker_init_fn, on its first constant seeding call; the fix rewrites them all
         for target, worker_id, persistent in worker_init_fns(a):
-            for hit in constant_seeds(a, target, worker_id):
-                if persistent and hit.with_worker_id:
-                    continue  # persistent workers: per-worker streams that go on across epochs
-                yield self.report(hit.call, self.message(target, hit), fixable=True, data=hit)
+            hits = [
+                hit
+                for hit in constant_seeds(a, target, worker_id)
+                if not (persistent and hit.with_worker_id)  # persistent workers: streams go on across epochs
+            ]
+            if hits:
+                yield self.report(hits[0].call, self.message(target, hits), fixable=True, data=hits)
 
     @staticmethod
-    def message(target: Target, hit: ConstantSeed) -> str:
+    def message(target: Target, hits: List[ConstantSeed]) -> str:
         name = f"worker_init_fn {target.name}()" if isinstance(target, FuncInfo) else "worker_init_fn lambda"
+        # one constant-only seed makes every worker identical: the message names the worst of them
+        hit = ConstantSeed(hits[0].call, hits[0].arg, False, all(h.with_worker_id for h in hits))
+        calls = f" ({len(hits)} seeding calls)" if len(hits) > 1 else ""
         if hit.with_worker_id:
             why = "every epoch replays the same random augmentations"
         else:
             why = "every worker and every epoch replay the same random augmentations"
         return (
-            f"{name} seeds from constants{' and the worker id' if hit.with_worker_id else ''} only: {why} "
+            f"{name} seeds from constants{' and the worker id' if hit.with_worker_id else ''} only{calls}: {why} "
             f"(the DataLoader already gives each worker a fresh seed every epoch); seed from "
             f"torch.initial_seed() % 2**32 instead"
         )
@@ -180,8 +194,7 @@ def make(ds):
     def fix(self, a: Analysis, reports: List[Report]) -> cst.Module:
         initial_seed, need_torch = _initial_seed_expr(a)
         new: Dict[int, str] = {}  # the seed expression (or the local's value) -> its replacement
-        for r in reports:
-            hit: ConstantSeed = r.data
+        for hit in (h for r in reports for h in r.data):
             if hit.local_value is not None:  # one local may feed numpy too: always below 2**32
                 new[id(hit.local_value)] = f"{initial_seed}() % 2**32"
             else:

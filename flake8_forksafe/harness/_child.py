@@ -286,6 +286,7 @@ class Case:
                 signal.setitimer(signal.ITIMER_REAL, budget)
             self._run_workers(ctx, wrapped, lk, baseline, res)
         except _Timeout:
+            res["timed_out"] = True  # the harness's limit, not DataLoader(timeout=): the runner reruns it once
             if phase.startswith("running"):
                 res["verdict"] = "hangs"
                 res["reason"] = f"no result after {budget:g} s while {phase}"

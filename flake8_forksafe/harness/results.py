@@ -19,10 +19,11 @@ DIFFERS = "differs"  # items differ from the num_workers=0 baseline
 FLAGGED = "flagged"  # items are right, but a probe caught the hazard (inherited descriptor, duplicate RNG)
 OK = "ok"
 NOT_RUN = "not run"  # could not be run here (no CUDA device, object not transportable, no /proc ...)
+TIMEOUT = "timeout"  # the harness's own time limit passed twice (the case was rerun once): no verdict
 ERROR = "error"  # the harness itself could not run the case (bad input, setup failure)
 
 HAZARDS = (FAILS, HANGS, DIFFERS, FLAGGED)
-VERDICTS = (FAILS, HANGS, DIFFERS, FLAGGED, OK, NOT_RUN, ERROR)
+VERDICTS = (FAILS, HANGS, DIFFERS, FLAGGED, OK, NOT_RUN, TIMEOUT, ERROR)
 
 # Kinds of probe findings.
 INHERITED_FD = "inherited_fd"  # a worker shares an open file description with the parent
@@ -72,6 +73,8 @@ class ContextResult:
     reason: str = ""  # why "not run" / "hangs" / "error", or what differs
     notes: List[str] = field(default_factory=list)
     seconds: float = 0.0
+    timed_out: bool = False  # the harness's time limit (not DataLoader(timeout=)) ended this run
+    attempts: int = 1
 
     @property
     def hazard(self) -> bool:
@@ -88,7 +91,7 @@ class ContextResult:
             parts.append(str(self.error))
         if self.verdict == DIFFERS and self.reason:
             parts.append(self.reason)
-        elif self.reason and self.verdict in (HANGS, NOT_RUN, ERROR):
+        elif self.reason and self.verdict in (HANGS, NOT_RUN, TIMEOUT, ERROR):
             parts.append(self.reason)
         parts.extend(f.message for f in self.findings)
         cause = "; ".join(p for p in parts if p)

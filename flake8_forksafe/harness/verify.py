@@ -60,6 +60,10 @@ def discover(folder: Path, select: Optional[Sequence[str]] = None) -> List[Dict[
     return metas
 
 
+class _Skip(Exception):
+    pass
+
+
 @dataclass
 class Cell:
     status: str
@@ -88,6 +92,27 @@ def _expected(meta: Dict[str, Any], ctx: str) -> Tuple[str, ...]:
     return tuple(exp) if isinstance(exp, (list, tuple)) else (exp,)
 
 
+# Error wording that changed between Python versions, put in one canonical form before a fixture's
+# EXPECT_MATCH is applied, so a fixture states the meaning (type and object), never one version's text:
+#   3.9-3.11: TypeError: cannot pickle '_io.BufferedReader' object
+#   3.12+:    TypeError: cannot pickle 'BufferedReader' instances
+#   3.14:     Can't pickle local object <function make_loader.<locals>.<lambda> at 0x7f...>
+#   3.9-3.13: Can't pickle local object 'make_loader.<locals>.<lambda>'
+_CANONICAL = [
+    (re.compile(r"cannot pickle '(?:_io\.)?([\w.]+)' (?:object|instances)"), r"cannot pickle '\1' object"),
+    (re.compile(r"Can't (?:pickle|get) local object <function (\S+) at 0x[0-9a-fA-F]+>"),
+     r"Can't pickle local object '\1'"),
+    (re.compile(r"\b(?:_pickle|pickle)\.PicklingError\b"), "PicklingError"),
+]
+
+
+def canonical_error(text: str) -> str:
+    """``text`` with version-specific wording replaced by the canonical form that fixtures match."""
+    for rx, repl in _CANONICAL:
+        text = rx.sub(repl, text)
+    return text
+
+
 def judge_unsafe(meta: Dict[str, Any], res: CaseResult, ctx: str) -> Cell:
     try:
         c = res[ctx]
@@ -102,7 +127,7 @@ def judge_unsafe(meta: Dict[str, Any], res: CaseResult, ctx: str) -> Cell:
     pattern = (meta.get("EXPECT_MATCH") or {}).get(ctx)
     if ok and pattern:
         text = f"{c.error}" if c.error else c.summary()
-        ok = re.search(pattern, text) is not None
+        ok = re.search(pattern, canonical_error(text)) is not None
     want = (meta.get("EXPECT_FINDINGS") or {}).get(ctx) or []
     if "inherited_fd" in want and any("probe unavailable" in n for n in c.notes):
         return Cell(NOT_RUN_CELL, c.verdict, "inherited-descriptor probe unavailable on this system")
@@ -130,15 +155,45 @@ def _codes(findings: Iterable[Any]) -> List[str]:
     return out
 
 
-def _verify_one(meta: Dict[str, Any], fix_source: Any, contexts: List[str], tmp: Path) -> Row:
+def _fix_config(rule: str) -> Any:
+    """The fixer's configuration: its defaults, plus the fixture's rule (FRK501 is off by default)."""
+    from flake8_forksafe.config import Config
+
+    return Config(extend_select=(rule,))
+
+
+def _verify_one(meta: Dict[str, Any], fix_source: Any, contexts: List[str], tmp: Path,
+                runner_device: str = "cpu") -> Row:
     path = Path(meta["path"])
     devices = tuple(meta.get("DEVICES") or ("cpu",))
     device = "cuda" if any(d in ACCELERATORS for d in devices) else "cpu"
     row = Row(meta["name"], str(meta["RULE"]), device)
     src = path.read_text(encoding="utf-8")
     fixed_path: Optional[Path] = None
+    hazard_only = meta.get("FIX", True) is False
+    if hazard_only:
+        # No automatic fix for this rule: the fixer must leave the file alone, and the "fixed" row runs the
+        # hand-written version (fixtures/runtime/fixed/), what the rule's message tells users to do.
+        by_hand = path.parent / "fixed" / path.name
+        try:
+            fr = fix_source(src, path=path.name, config=_fix_config(row.rule), unsafe=True)
+            fixed_src = fr.source if isinstance(fr.source, str) else fr.source.decode("utf-8")
+            row.fix = {"changed": fixed_src != src, "fixed": _codes(getattr(fr, "fixed", [])),
+                       "remaining": _codes(getattr(fr, "remaining", [])), "errors": [], "by_hand": str(by_hand)}
+            if fixed_src != src:
+                row.notes.append(f"{row.rule} has no automatic fix, yet the autofixer changed this file")
+        except Exception as exc:  # noqa: BLE001
+            row.fix = {"changed": False, "fixed": [], "remaining": [], "errors": [f"{type(exc).__name__}: {exc}"]}
+            row.notes.append(f"the autofixer raised {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+        row.notes.append(f"hazard only: no automatic fix; the fixed row runs the hand-written fixed/{path.name}")
+        if by_hand.is_file():
+            fixed_path = by_hand
+        else:
+            row.notes.append(f"no hand-written fixed/{path.name}")
     try:
-        fr = fix_source(src, path=path.name, unsafe=True)
+        if hazard_only:
+            raise _Skip
+        fr = fix_source(src, path=path.name, config=_fix_config(row.rule), unsafe=True)
         fixed_src = fr.source if isinstance(fr.source, str) else fr.source.decode("utf-8")
         row.fix = {"changed": fixed_src != src, "fixed": _codes(getattr(fr, "fixed", [])),
                    "remaining": _codes(getattr(fr, "remaining", [])), "errors": list(getattr(fr, "errors", []) or [])}
@@ -150,6 +205,8 @@ def _verify_one(meta: Dict[str, Any], fix_source: Any, contexts: List[str], tmp:
         folder.mkdir(parents=True, exist_ok=True)
         fixed_path = folder / path.name
         fixed_path.write_text(fixed_src, encoding="utf-8")
+    except _Skip:
+        pass
     except Exception as exc:  # noqa: BLE001 - a fixer crash is a verify result, not a verify crash
         row.fix = {"changed": False, "fixed": [], "remaining": [], "errors": [f"{type(exc).__name__}: {exc}"]}
         row.notes.append(f"the autofixer raised {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
@@ -164,7 +221,6 @@ def _verify_one(meta: Dict[str, Any], fix_source: Any, contexts: List[str], tmp:
     unsafe = run(path)
     fixed = run(fixed_path) if fixed_path is not None else None
     row.results = {"unsafe": unsafe.to_dict() if unsafe else None, "fixed": fixed.to_dict() if fixed else None}
-    runner_device = (unsafe or fixed).device if (unsafe or fixed) else "cpu"
     gpu_missing = device != "cpu" and runner_device not in ACCELERATORS
     for version, res in (("unsafe", unsafe), ("fixed", fixed)):
         cells: Dict[str, Cell] = {}
@@ -177,11 +233,13 @@ def _verify_one(meta: Dict[str, Any], fix_source: Any, contexts: List[str], tmp:
                 cells[ctx] = judge_unsafe(meta, res, ctx) if version == "unsafe" else judge_fixed(res, ctx)
         row.cells[version] = cells
     if gpu_missing:
-        if unsafe is not None:
+        if unsafe is not None and unsafe.kind == "script":
+            row.notes.append("a CUDA script: its cells need a CUDA/ROCm device (on this runner CUDA is absent)")
+        elif unsafe is not None:
             where = [f.detail.get("where") for f in unsafe.findings if f.kind == "parent_cuda_init"]
             row.notes.append("unsafe: " + (f"the parent initialises CUDA at {where[0]} (torch.cuda._lazy_init hook)"
                                            if where else "no CUDA initialisation seen in the parent"))
-        if fixed is not None:
+        if fixed is not None and fixed.kind != "script":
             cuda = any(f.kind == "parent_cuda_init" for f in fixed.findings)
             passed = [c.context for c in fixed.contexts if c.passed]
             note = "the parent still initialises CUDA" if cuda else "no CUDA initialisation in the parent"
@@ -259,12 +317,27 @@ def run_verify(argv_json: bool = False, out: Optional[TextIO] = None, select: Op
         return fail(f"no runtime fixture matches --select {','.join(select or [])}" if select else
                     f"no runtime fixtures in {folder}")
     ctxs = list(contexts)
+    from flake8_forksafe.harness.device import detect_device
+    from flake8_forksafe.harness.runner import _scale
+
+    dev = detect_device()
+    if dev.failed:
+        # Never claim "cpu" for a runner whose probe failed: its CUDA cells would turn into "not run".
+        msg = (f"forksafe verify: {len(metas)} runtime fixtures on an UNKNOWN device: the device probe failed "
+               f"twice ({dev.error}); nothing was run (a GPU runner must not be reported as cpu)")
+        if argv_json:
+            print(json.dumps({"error": msg, "exit_code": 2, "runner": {"device": "unknown", "probe_error": dev.error,
+                                                                      "python": platform.python_version()}}), file=out)
+        else:
+            print(msg, file=out)
+        return 2
+    runner_kind = dev.kind if dev.kind != "none" else "cpu"
     if jobs is None:
         jobs = int(os.environ.get("FORKSAFE_VERIFY_JOBS", "0") or 0) or max(1, (os.cpu_count() or 2) // 2)
     tmp = Path(tempfile.mkdtemp(prefix="forksafe-verify-"))
     try:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
-            rows = list(ex.map(lambda m: _verify_one(m, fix_source, ctxs, tmp), metas))
+            rows = list(ex.map(lambda m: _verify_one(m, fix_source, ctxs, tmp, runner_kind), metas))
     except HarnessError as exc:
         return fail(str(exc))
     finally:
@@ -272,12 +345,16 @@ def run_verify(argv_json: bool = False, out: Optional[TextIO] = None, select: Op
     counts = _counts(rows)
     code = 1 if counts[NOT_CONFIRMED] else 0
     ran = [r.results[v] for r in rows for v in ("unsafe", "fixed") if r.results.get(v)]
-    runner = ran[0]["device"] if ran else "cpu"
-    torch_version = ran[0].get("torch", "") if ran else ""
+    runner = runner_kind
+    torch_version = dev.torch or next((x.get("torch") for x in ran if x.get("torch")), "")
+    scale = _scale()
+    default_method = _default_start_method()
     if argv_json:
         doc = {
             "runner": {"device": runner, "torch": torch_version, "python": platform.python_version(),
-                       "platform": sys.platform},
+                       "platform": sys.platform, "device_detail": str(dev), "timeout_scale": scale,
+                       "default_start_method": default_method},
+            "python_3_14": PY314_NOTE,
             "contexts": ctxs,
             "fixtures": [{"name": r.name, "rule": r.rule, "device": r.device, "fix": r.fix, "notes": r.notes,
                           "cells": {v: {c: asdict(cell) for c, cell in cells.items()} for v, cells in r.cells.items()},
@@ -289,12 +366,29 @@ def run_verify(argv_json: bool = False, out: Optional[TextIO] = None, select: Op
         return code
     head = [f"forksafe verify: {len(rows)} runtime fixtures on {runner} (torch {torch_version or '?'}, Python "
             f"{platform.python_version()}), start methods {', '.join(ctxs)}",
-            "fixed versions: flake8_forksafe.fix.fix_source (live, unsafe fixes on)"]
+            "fixed versions: flake8_forksafe.fix.fix_source (live, unsafe fixes on)",
+            f"runner: {dev}; default start method here: {default_method}; limits x{scale:g} "
+            f"(measured start-up {dev.startup:g} s)",
+            PY314_NOTE]
     _render(rows, ctxs, head, out)
     extra = f", {counts[NO_CLAIM]} observed without a claim" if counts[NO_CLAIM] else ""
     print(f"\nsummary: {counts[CONFIRMED]} confirmed, {counts[NOT_CONFIRMED]} not confirmed, "
           f"{counts[NOT_RUN_CELL]} not run{extra}", file=out)
     return code
+
+
+PY314_NOTE = ("Python 3.14+: Linux defaults to forkserver, so there the forkserver column is what users get unless "
+              "they choose fork: inherited handles (FRK101, FRK103) and locks (FRK203) fail to pickle instead of "
+              "sharing state, unguarded scripts (FRK401-403) fail, module-level handles (FRK102) are reopened "
+              "by each worker's import, CUDA in the parent (FRK301, FRK404) costs a CUDA context per worker")
+
+
+def _default_start_method() -> str:
+    import multiprocessing
+
+    # Never get_context()/get_start_method() without allow_none: they would fix the start method here.
+    chosen = multiprocessing.get_start_method(allow_none=True)
+    return chosen or multiprocessing.get_all_start_methods()[0]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:  # pragma: no cover - `python -m` convenience

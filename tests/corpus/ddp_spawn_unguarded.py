@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 from torchvision import datasets, transforms
 
-mp.set_start_method("spawn")  # FRK402: 0 # FRK403: 0
+mp.set_start_method("spawn")  # FRK402: 0
 
 
 def pad_collate(batch, pad_value=0.0):

@@ -23,8 +23,8 @@ def worker_init_fn(worker_id, num_workers, rank, seed):
     # The seed of each worker equals to num_worker * rank + worker_id + user_seed
     worker_seed = num_workers * rank + worker_id + seed
     np.random.seed(worker_seed)  # FRK602: 4
-    random.seed(worker_seed)  # FRK602: 4
-    torch.manual_seed(worker_seed)  # FRK602: 4
+    random.seed(worker_seed)  # same worker_init_fn: one finding
+    torch.manual_seed(worker_seed)  # same worker_init_fn: one finding
 
 
 def build_dataloader(dataset, samples_per_gpu, workers_per_gpu, num_gpus=1, dist_mode=True,

@@ -10,7 +10,7 @@ BASE_SEED = 1234
 
 def worker_init_const(worker_id):
     np.random.seed(worker_id)  # FRK602: 4
-    random.seed(1000 + worker_id)  # FRK602: 4
+    random.seed(1000 + worker_id)  # same worker_init_fn: one finding
 
 
 def worker_init_fixed(_):

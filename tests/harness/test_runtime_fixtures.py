@@ -16,7 +16,8 @@ from .conftest import FIXED, RUNTIME, has_proc
 
 pytest.importorskip("torch")
 
-BUFFERED = r"^TypeError: cannot pickle '_io\.BufferedReader' object$"
+# Python 3.9-3.11: "cannot pickle '_io.BufferedReader' object"; 3.12+: "cannot pickle 'BufferedReader' instances"
+BUFFERED = r"^TypeError: cannot pickle '(?:_io\.)?BufferedReader' (?:object|instances)$"
 LOCAL = r"^AttributeError: Can't pickle local object '{}'"
 DIED = r"^RuntimeError: DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly$"
 SHARED = ("flagged", "differs")  # the corruption is racy; the probe finding is not
@@ -34,9 +35,16 @@ UNSAFE = {
     "FRK101_sqlite": {"fork": ("flagged", None, ["inherited_fd"]),
                       "spawn": ("fails", r"^TypeError: cannot pickle 'sqlite3\.Connection' object$", []),
                       "forkserver": ("fails", r"^TypeError: cannot pickle 'sqlite3\.Connection' object$", [])},
+    "FRK101_derived": {"fork": ("flagged", None, ["inherited_fd"]),
+                       "spawn": ("fails", r"^TypeError: cannot pickle 'sqlite3\.(Connection|Cursor)' object$", []),
+                       "forkserver": ("fails", r"^TypeError: cannot pickle 'sqlite3\.(Connection|Cursor)' object$",
+                                      [])},
+    "FRK101_h5py_split": {"fork": ("flagged", None, ["inherited_fd"]),
+                          "spawn": ("fails", r"^TypeError: h5py objects cannot be pickled$", []),
+                          "forkserver": ("fails", r"^TypeError: h5py objects cannot be pickled$", [])},
     "FRK101_iterable": {"fork": (SHARED, None, ["inherited_fd"]),
-                        "spawn": ("fails", r"^TypeError: cannot pickle '_io\.TextIOWrapper' object$", []),
-                        "forkserver": ("fails", r"^TypeError: cannot pickle '_io\.TextIOWrapper' object$", [])},
+                        "spawn": ("fails", r"^TypeError: cannot pickle '(?:_io\.)?TextIOWrapper' (?:object|instances)$", []),
+                        "forkserver": ("fails", r"^TypeError: cannot pickle '(?:_io\.)?TextIOWrapper' (?:object|instances)$", [])},
     "FRK103_lazy_nopid": {"fork": (SHARED, None, ["inherited_fd"]), "spawn": ("fails", BUFFERED, []),
                           "forkserver": ("fails", BUFFERED, [])},
     "FRK201_lambda_transform": {
@@ -58,11 +66,20 @@ UNSAFE = {
         "fork": ("ok", None, []),
         "spawn": ("fails", DIED, ["reran_main"]),
         "forkserver": ("fails", DIED, [])},
+    "FRK102_module_handle": {"fork": (SHARED, None, ["inherited_fd"]), "spawn": ("ok", None, []),
+                             "forkserver": ("ok", None, [])},
+    "FRK402_after_torch": {"fork": ("ok", None, []), "spawn": ("fails", DIED, ["context_already_set"]),
+                           "forkserver": ("fails", DIED, [])},
+    "FRK403_no_force": {"fork": ("ok", None, []), "spawn": ("fails", DIED, ["context_already_set"]),
+                        "forkserver": ("fails", DIED, [])},
+    "FRK501_restarts": {"fork": ("ok", None, []), "spawn": ("flagged", None, ["workers_restarted"]),
+                        "forkserver": ("flagged", None, ["workers_restarted"])},
     "FRK601_rng": {ctx: ("flagged", None, ["duplicate_rng", "replayed_rng"]) for ctx in CONTEXTS},
     "FRK602_const_seed": {ctx: ("flagged", None, ["replayed_rng"]) for ctx in CONTEXTS},
 }
 
 ALL = sorted(p.stem for p in RUNTIME.glob("*.py"))
+GPU_ONLY = {"FRK301_cuda_init", "FRK404_fork_cuda"}  # need a CUDA/ROCm device to run at all
 
 
 def _cuda():
@@ -74,7 +91,7 @@ def _cuda():
 
 
 def test_the_table_covers_every_fixture_and_agrees_with_its_constants():
-    assert sorted(UNSAFE) == sorted(n for n in ALL if n != "FRK301_cuda_init")
+    assert sorted(UNSAFE) == sorted(n for n in ALL if n not in GPU_ONLY)
     for name, table in UNSAFE.items():
         meta = fixture_meta(RUNTIME / f"{name}.py")
         for ctx, (verdicts, _, _) in table.items():
@@ -100,7 +117,10 @@ def test_unsafe_fixture_shows_its_hazard(name):
         assert set(kinds) <= found, f"{ctx}: {res}"
         if "inherited_fd" in kinds:
             fd = next(f for f in c.findings if f.kind == "inherited_fd")
-            assert fd.detail["path"].startswith(("/tmp", "/var")) and "/data/" in fd.detail["path"]
+            if name == "FRK102_module_handle":  # the module's own source, opened at import
+                assert fd.detail["path"].endswith("FRK102_module_handle.py"), fd.detail
+            else:
+                assert fd.detail["path"].startswith(("/tmp", "/var")) and "/data/" in fd.detail["path"]
             assert re.search(r"still shares? the parent's open file description of \S+ \(fd \d+, inherited "
                              r"through fork; (kcmp|fdinfo)\)", fd.message)
 
@@ -108,6 +128,8 @@ def test_unsafe_fixture_shows_its_hazard(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ALL)
 def test_fixed_fixture_passes_everywhere(name):
+    if name in GPU_ONLY and not _cuda():
+        pytest.skip("needs a CUDA/ROCm device")
     res = check_fixture(FIXED / f"{name}.py")
     assert res.verdicts() == {"fork": "ok", "spawn": "ok", "forkserver": "ok"}, str(res)
     assert res.safe and not res.findings
@@ -171,3 +193,25 @@ def test_without_the_zygote_each_case_is_a_fresh_interpreter(monkeypatch):
     res = check_fixture(RUNTIME / "FRK203_lock.py", contexts=["spawn"])
     assert res.verdicts() == {"spawn": "fails"}
     assert str(res["spawn"].error) == "TypeError: cannot pickle '_thread.lock' object"
+
+
+@pytest.mark.slow
+@pytest.mark.gpu
+def test_fork_with_cuda_script_on_a_gpu():
+    if not _cuda():
+        pytest.skip("no CUDA/ROCm device")
+    res = check_fixture(RUNTIME / "FRK404_fork_cuda.py")
+    for c in res.contexts:  # the loader names "fork" itself: every column runs it
+        assert c.verdict == "fails" and "Cannot re-initialize CUDA in forked subprocess" in str(c.error), str(res)
+    assert check_fixture(FIXED / "FRK404_fork_cuda.py").safe
+
+
+@pytest.mark.slow
+def test_restarted_workers_are_counted_per_epoch():
+    """FRK501's fixture prints its own count: per epoch, re-imports of the script plus unpicklings of the
+    dataset by fresh workers (2 workers, 3 epochs)."""
+    res = check_fixture(RUNTIME / "FRK501_restarts.py", contexts=["spawn"])
+    [f] = res["spawn"].findings
+    assert re.search(r"per epoch: \[4, 4, 4\]\)$", f.message), str(res)
+    fixed = check_fixture(FIXED / "FRK501_restarts.py", contexts=["spawn"])
+    assert fixed.verdicts() == {"spawn": "ok"}, str(fixed)

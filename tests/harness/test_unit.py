@@ -145,10 +145,10 @@ def test_every_runtime_fixture_declares_its_expectations_and_has_a_fixed_copy():
             assert set(exp) <= {"ok", "fails", "hangs", "differs", "flagged", "any"}, name
         assert (FIXED / f"{name}.py").is_file(), name
         src = (RUNTIME / f"{name}.py").read_text()
-        if meta["KIND"] == "script":
+        if meta["RULE"] == "FRK401":
             tree = ast.parse(src)
             assert not any(isinstance(n, ast.If) and "__main__" in ast.unparse(n.test) for n in tree.body), name
-        else:
+        elif meta["KIND"] != "script":
             assert "def make_dataset(" in src and "def build_data(" in src
 
 
@@ -289,7 +289,7 @@ def test_verify_rejects_a_select_that_matches_nothing():
 
 def test_verify_judges_cells():
     meta = {"EXPECT": {"fork": ("flagged", "differs"), "spawn": "fails", "forkserver": "any"},
-            "EXPECT_MATCH": {"spawn": r"cannot pickle '_io\.BufferedReader'"},
+            "EXPECT_MATCH": {"spawn": r"cannot pickle 'BufferedReader' object"},
             "EXPECT_FINDINGS": {"fork": ["inherited_fd"]}}
     res = _case(fork="flagged", spawn="fails", forkserver="ok")
     res["fork"].findings = [Finding("inherited_fd", "shared")]
@@ -315,3 +315,91 @@ def test_docs_describe_the_public_api():
                  "forksafe verify", "build_data", "make_dataset", "make_loader", "not run", "flagged"):
         assert name in doc, name
     assert Path(ROOT / "flake8_forksafe" / "harness" / "verify.py").is_file()
+
+
+@pytest.mark.parametrize("message", [
+    "cannot pickle '_io.BufferedReader' object",     # Python 3.9-3.11
+    "cannot pickle 'BufferedReader' instances",      # Python 3.12+
+])
+def test_expectations_match_the_meaning_on_every_python(message):
+    """A fixture's EXPECT_MATCH names the type and object; each Python's wording of it is confirmed."""
+    meta = {"EXPECT": {"spawn": "fails"}, "EXPECT_MATCH": {"spawn": r"TypeError: cannot pickle 'BufferedReader' object"}}
+    res = _case(spawn="fails")
+    res["spawn"].error = ErrorInfo("TypeError", message)
+    assert judge_unsafe(meta, res, "spawn").text() == "confirmed (fails)"
+    res["spawn"].error = ErrorInfo("TypeError", message.replace("BufferedReader", "TextIOWrapper"))
+    assert judge_unsafe(meta, res, "spawn").text() == "not confirmed (fails)"
+
+
+def test_canonical_error_forms():
+    from flake8_forksafe.harness.verify import canonical_error
+
+    assert canonical_error("TypeError: cannot pickle 'TextIOWrapper' instances") == \
+        "TypeError: cannot pickle 'TextIOWrapper' object"
+    assert canonical_error("TypeError: cannot pickle '_thread.lock' object") == \
+        "TypeError: cannot pickle '_thread.lock' object"
+    assert canonical_error("_pickle.PicklingError: Can't pickle local object <function f.<locals>.<lambda> at "
+                           "0x7f00ab>") == "PicklingError: Can't pickle local object 'f.<locals>.<lambda>'"
+
+
+@pytest.mark.parametrize("probe, why", [
+    ("import time; time.sleep(60)", r"try 1: timeout: no answer within 1 s; try 2: timeout: no answer within 2 s"),
+    ("print('not json')", r"try 1: unparseable output: 'not json'; try 2: unparseable output"),
+    ("import forksafe_no_such_module_xyz", r"try 1: import error: exit status 1: ModuleNotFoundError: No module "
+                                           r"named 'forksafe_no_such_module_xyz'; try 2: import error"),
+])
+def test_device_probe_says_why_it_failed_after_one_retry(monkeypatch, probe, why):
+    from flake8_forksafe.harness import device
+
+    monkeypatch.setattr(device, "_PROBE", probe)
+    device.detect_device.cache_clear()
+    try:
+        info = device.detect_device(timeout=1.0)
+    finally:
+        device.detect_device.cache_clear()
+    assert info.kind == "unknown" and info.failed and not info.accelerator
+    assert re.match(why, info.error), info.error
+    assert str(info).startswith("unknown device (the device probe failed: try 1: ")
+
+
+def test_verify_refuses_to_claim_cpu_when_the_probe_failed(monkeypatch):
+    from flake8_forksafe.harness import device
+
+    monkeypatch.setattr(device, "detect_device", lambda *a, **k: device.DeviceInfo("unknown", error="try 1: x; try 2: y"))
+    out = io.StringIO()
+    assert run_verify(out=out, select=["FRK201"]) == 2
+    assert re.fullmatch(r"forksafe verify: 2 runtime fixtures on an UNKNOWN device: the device probe failed twice "
+                        r"\(try 1: x; try 2: y\); nothing was run \(a GPU runner must not be reported as cpu\)\n",
+                        out.getvalue()), out.getvalue()
+    out = io.StringIO()
+    assert run_verify(True, out=out, select=["FRK201"]) == 2
+    doc = json.loads(out.getvalue())
+    assert doc["exit_code"] == 2 and doc["runner"]["device"] == "unknown"
+
+
+@requires_torch
+def test_a_run_that_times_out_is_rerun_once_then_reported_as_timeout(tmp_path, monkeypatch):
+    monkeypatch.setenv("FORKSAFE_TIMEOUT_SCALE", "0.02")  # setup allowance 1.2 s
+    script = tmp_path / "sleeper.py"
+    script.write_text("import time\ntime.sleep(120)\n")
+    res = check_script(script, contexts=["fork"], timeout=1)
+    c = res["fork"]
+    assert c.verdict == "timeout" and c.attempts == 2 and c.timed_out, str(res)
+    assert re.fullmatch(r"the script did not finish within 1\.6 s, twice \(limits scale with this machine's "
+                        r"start-up time, x0\.02 now\)", c.reason), c.reason
+    assert not res.safe
+
+
+@requires_torch
+def test_a_run_that_times_out_once_keeps_its_rerun(tmp_path, monkeypatch):
+    monkeypatch.setenv("FORKSAFE_TIMEOUT_SCALE", "0.02")
+    marker = tmp_path / "first"
+    script = tmp_path / "slow_once.py"
+    script.write_text("import os, sys, time\n"
+                      f"m = {str(marker)!r}\n"
+                      "if not os.path.exists(m):\n    open(m, 'w').close()\n    time.sleep(120)\n"
+                      "print('done')\n")
+    res = check_script(script, contexts=["fork"], timeout=5)
+    c = res["fork"]
+    assert c.verdict == "ok" and c.attempts == 2, str(res)
+    assert c.notes == ["the first run timed out (the script did not finish within 5.6 s); this is the rerun"]

@@ -38,7 +38,7 @@ def test_zip_archive_opened_in_init_is_reported_by_assert(tmp_path):
     assert msg.startswith("DataLoader is not multiprocessing-safe: tests.harness.unseen.make_zip")
     assert re.search(r"(?m)^  fork: (flagged|differs) - .*still share the parent's open file description of "
                      r"\S+images\.zip \(fd \d+, inherited through fork; (kcmp|fdinfo)\)", msg), msg
-    assert re.search(r"(?m)^  spawn: fails - TypeError: cannot pickle '_io\.BufferedReader' object$", msg), msg
+    assert re.search(r"(?m)^  spawn: fails - TypeError: cannot pickle '(?:_io\.)?BufferedReader' (?:object|instances)$", msg), msg
 
 
 def test_module_global_set_at_run_time_is_lost_under_spawn_like_starts():
@@ -62,10 +62,15 @@ def test_iterable_with_an_rng_made_in_init_duplicates_draws():
                          "(dataset.rng, random.Random)")
 
 
-def test_a_worker_that_never_answers_hangs_within_the_bound():
+def test_a_worker_that_never_answers_times_out_twice_within_the_bound():
+    """No DataLoader(timeout=): the harness's own limit ends the run, the run is repeated once, and the
+    verdict is "timeout" (no claim either way), never "fails" or "hangs"."""
     res = check_dataset(unseen.StuckInWorkers, contexts=["fork"], timeout=4)
-    assert res.verdicts() == {"fork": "hangs"}
-    assert res["fork"].reason == "no result after 4 s while running DataLoader workers (fork)"
+    c = res["fork"]
+    assert res.verdicts() == {"fork": "timeout"} and c.attempts == 2 and not res.safe
+    assert re.fullmatch(r"no result within the harness's limit twice \(no result after 4 s while running DataLoader "
+                        r"workers \(fork\); limits scale with this machine's start-up time, x[\d.]+ now\)",
+                        c.reason), c.reason
 
 
 def test_dataloader_timeout_is_a_hang():

@@ -84,10 +84,19 @@ def _check_rule(rule, gpu):
         pattern = (rf"(?m)^{re.escape(rule)}\s+{re.escape(m['name'])}\s+{_device(m)}\s+unsafe\s+{row['unsafe']}\n"
                    rf"\s+fixed\s+{row['fixed']}$")
         assert re.search(pattern, text), f"{m['name']}:\n{text}"
-    if all(_device(m) == "cpu" for m in metas) or gpu:
+    hazard_only = [m for m in metas if m.get("FIX", True) is False]
+    for m in hazard_only:
+        # no automatic fix: the fixer leaves the file alone and the fixed row runs the hand-written copy
+        assert re.search(rf"(?m)^  {re.escape(m['name'])}: hazard only: no automatic fix; the fixed row runs "
+                         rf"the hand-written fixed/{re.escape(m['name'])}\.py$", text), text
+        assert "has no automatic fix, yet the autofixer changed" not in text, text
+    if (all(_device(m) == "cpu" for m in metas) or gpu) and not hazard_only:
         assert "\ndetails:" not in text, text
     for m in metas:
-        if _device(m) != "cpu" and not gpu:
+        if _device(m) != "cpu" and not gpu and m.get("KIND") == "script":
+            assert re.search(rf"(?m)^  {re.escape(m['name'])}: a CUDA script: its cells need a CUDA/ROCm device",
+                             text), text
+        elif _device(m) != "cpu" and not gpu:
             # never a pass: the cells are "not run", and the details say what the hook saw in the parent
             name = re.escape(m["name"])
             assert re.search(rf"(?m)^  {name}: unsafe: the parent initialises CUDA at \S*{name}\.py:\d+ in "

@@ -30,7 +30,7 @@ from pytest_lsp import ClientServerConfig, client_capabilities
 
 from flake8_forksafe import __version__
 from flake8_forksafe.fix import fix_source
-from flake8_forksafe.lsp import FIX_ALL_KIND
+from flake8_forksafe.frontends.lsp import FIX_ALL_KIND
 from tests.integrations._lsp import close_document, make_client, open_document
 from tests.integrations._util import HAZARD, ROOT, HookRepo, git, hazard_spans, run, sarif_problems, tool
 
@@ -122,7 +122,8 @@ def test_pre_commit_configs_name_this_repository_and_its_hooks(tmp_path):
     manifest = {h["id"] for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
     configs = _configs()
     assert len(configs) == 3
-    for i, b in enumerate(blocks("pre-commit.md", "pre-commit-config") + blocks("pre-commit.md", "none")):
+    yaml_none = [b for b in blocks("pre-commit.md", "none") if b.lang == "yaml"]  # not the console examples
+    for i, b in enumerate(blocks("pre-commit.md", "pre-commit-config") + yaml_none):
         (tmp_path / f"{i}.yaml").write_text(b.body, encoding="utf-8")
         r = run([sys.executable, "-m", "pre_commit", "validate-config", f"{i}.yaml"], cwd=tmp_path)
         assert r.returncode == 0, r.stdout + r.stderr
@@ -131,7 +132,7 @@ def test_pre_commit_configs_name_this_repository_and_its_hooks(tmp_path):
         assert repo["repo"] == REPO_URL
         assert repo["rev"] == f"v{__version__}"
         assert {h["id"] for h in repo["hooks"]} <= manifest
-    (flake8_hook,) = [yaml.safe_load(b.body) for b in blocks("pre-commit.md", "none")]
+    (flake8_hook,) = [yaml.safe_load(b.body) for b in yaml_none]
     deps = flake8_hook["repos"][0]["hooks"][0]["additional_dependencies"]
     assert deps == [f"flake8-forksafe=={__version__}"]
 

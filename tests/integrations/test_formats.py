@@ -15,8 +15,8 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from flake8_forksafe.engine import Finding
-from flake8_forksafe.formats import (
+from flake8_forksafe.model import Finding
+from flake8_forksafe.frontends.formats import (
     FORMATS,
     escape_data,
     escape_property,
@@ -278,4 +278,5 @@ def test_check_format_json_and_text_columns_are_one_based(project):
     ]
     text = forksafe("check", "--no-cache", ".", cwd=project).stdout.splitlines()
     path = os.path.join("src", "my data", "loader.py")
-    assert [t.split(" FRK101 ")[0] for t in text] == [f"{path}:{s['line']}:{s['start'] + 1}:" for s in spans]
+    assert text[-1].startswith(f"Found {len(spans)} findings.")
+    assert [t.split(" FRK101 ")[0] for t in text[:-1]] == [f"{path}:{s['line']}:{s['start'] + 1}:" for s in spans]

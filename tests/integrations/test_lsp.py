@@ -13,8 +13,9 @@ from lsprotocol import types as T
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from flake8_forksafe.checks import ALL_RULES, BY_CODE
-from flake8_forksafe.engine import UNSAFE, Example, check_source
-from flake8_forksafe.lsp import FIX_ALL_KIND, FIX_ALL_TITLE, FIX_ALL_UNSAFE_TITLE
+from flake8_forksafe.engine import check_source
+from flake8_forksafe.model import UNSAFE, Example
+from flake8_forksafe.frontends.lsp import FIX_ALL_KIND, FIX_ALL_TITLE, FIX_ALL_UNSAFE_TITLE
 from tests.integrations._lsp import (
     apply_edit,
     close_document,
@@ -375,3 +376,22 @@ async def test_fix_all_includes_unsafe_fixes_only_when_the_project_says_so(clien
             assert fix_all.title == FIX_ALL_UNSAFE_TITLE and fix_all.kind == FIX_ALL_KIND
             assert apply_edit(src, fix_all.edit, doc.as_uri(), version=1) == textwrap.dedent(example.expected_fix)
         await close_document(client, doc)
+
+
+async def test_base_class_in_another_module_of_the_project(client: LanguageClient, proj: Path):
+    d = proj / "xmod"
+    write(d / "pyproject.toml", "")
+    write(d / "det/__init__.py", "")
+    write(
+        d / "det/base.py",
+        "import lmdb\n\n\nclass Base:\n    def __init__(self, root):\n        self._load(root)\n\n"
+        "    def _load(self, root):\n        self.env = lmdb.open(root)\n",
+    )
+    src = "from torch.utils.data import Dataset\n\nfrom .base import Base\n\n\nclass Coco(Base, Dataset):\n    pass\n"
+    doc = write(d / "det/coco.py", src)
+    (diag,) = await open_document(client, doc, src)
+    assert (diag.code, diag.range.start.line) == ("FRK101", 5)
+    assert f"(opened in base class Base._load, {Path('det/base.py')}:9)" in diag.message
+    # the unsaved text counts: without the base, nothing
+    assert await replace_document(client, doc, src.replace("(Base, Dataset)", "(Dataset)"), 2) == []
+    await close_document(client, doc)

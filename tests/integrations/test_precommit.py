@@ -7,6 +7,7 @@ Slow (the first test of a session builds the hook environment).
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 
@@ -44,7 +45,12 @@ def hook_line(out: str, name: str) -> str:
 
 
 def expected_lines(path: str, text: str):
-    return [f"{path}:{f.line}:{f.col + 1}: {f.code} {f.message}" for f in check_source(text, path)]
+    from flake8_forksafe.frontends.terminal import marker, short_message
+
+    return [
+        f"{path}:{f.line}:{f.col + 1}: {f.code} {marker(f, False)}{short_message(f.message)}"
+        for f in check_source(text, path)
+    ]
 
 
 def test_hook_manifest_is_what_pre_commit_expects(hook_repo, pre_commit):
@@ -56,7 +62,7 @@ def test_hook_manifest_is_what_pre_commit_expects(hook_repo, pre_commit):
     hooks = {h["id"]: h for h in yaml.safe_load((hook_repo.path / ".pre-commit-hooks.yaml").read_text())}
     assert set(hooks) == {"forksafe", "forksafe-fix"}
     for h in hooks.values():
-        assert h["language"] == "python" and h["types"] == ["python"]
+        assert h["language"] == "python" and h["types_or"] == ["python", "jupyter"] and "types" not in h
     assert hooks["forksafe"]["entry"] == "forksafe check --force-exclude"
     assert hooks["forksafe-fix"]["entry"] == "forksafe fix --force-exclude"
 
@@ -140,3 +146,32 @@ def test_fix_hook_fails_on_findings_it_cannot_fix_and_leaves_the_file(hook_repo,
     assert (repo / "pkg" / "module_handle.py").read_text(encoding="utf-8") == MODULE_HANDLE
     for line in expected_lines("pkg/module_handle.py", MODULE_HANDLE):
         assert line in r.stdout
+
+
+NOTEBOOK = json.dumps(
+    {
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": ["# Trying a dataset\n"]},
+            {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+             "source": ["%matplotlib inline\n", "import torch\n", "from torch.utils.data import DataLoader, Dataset"]},
+            {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+             "source": ["class Squares(Dataset):\n", "    def __len__(self):\n", "        return 8\n", "\n",
+                        "    def __getitem__(self, i):\n", "        return i * i"]},
+            {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+             "source": ["loader = DataLoader(Squares(), num_workers=2)\n", "for b in loader:\n", "    print(b)"]},
+        ],
+        "metadata": {"language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    },
+    indent=1,
+)
+
+
+def test_check_hook_reports_a_staged_notebook_by_cell(hook_repo, git_project, pre_commit):
+    repo = git_project({"explore.ipynb": NOTEBOOK, "pkg/clean.py": CLEAN})
+    r = pre_commit("try-repo", str(hook_repo.path), "forksafe", "--ref", hook_repo.rev, "--all-files", cwd=repo)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert hook_line(r.stdout, "forksafe") == "Failed"
+    reported = [line for line in r.stdout.splitlines() if " FRK" in line]
+    assert [line.split(" class Squares ")[0] for line in reported] == ["explore.ipynb:cell 3:1:1: FRK405"]

@@ -15,11 +15,12 @@ from typing import Callable, Dict, List, Mapping, Sequence, Tuple, Union
 import pytest
 
 from flake8_forksafe.config import Config
-from flake8_forksafe.engine import Finding, check_source
+from flake8_forksafe.engine import check_source
+from flake8_forksafe.model import Finding
 from flake8_forksafe.fix import fix_source
 
 # every rule, FRK501 (off by default) included: what a fixed file must be clean of
-ALL = Config(select=("FRK", "FRK501")).with_knowledge()
+ALL = Config(select=("FRK", "FRK501"))
 
 
 def check_dedented(src: str, path: str, cfg: Config, head: str = "", **kw) -> List[Finding]:

@@ -14,7 +14,7 @@ from flake8_forksafe.engine import check_source
 from flake8_forksafe.fix import fix_source
 from tests.rules._support import ALL, check_dedented, fix_dedented, run_with_modules
 
-CFG = Config(select=("FRK101",)).with_knowledge()
+CFG = Config(select=("FRK101",))
 
 
 def findings(src, cfg=CFG):
@@ -156,14 +156,14 @@ def test_npz_paths_built_at_runtime():
 def test_user_configured_dataset_base():
     src = "import lmdb\nfrom mylib.data import Base\n\nclass DS(Base):\n    def __init__(self, p):\n        self.env = lmdb.open(p)\n"
     assert findings(src) == []
-    cfg = Config(select=("FRK101",), extra_dataset_bases=("mylib.data.Base",)).with_knowledge()
+    cfg = Config(select=("FRK101",), extra_dataset_bases=("mylib.data.Base",))
     assert findings(src, cfg) == [("FRK101", 6, 19, "safe")]
 
 
 def test_user_configured_handle_factory():
     src = "import mystore\nfrom torch.utils.data import Dataset\n\nclass DS(Dataset):\n    def __init__(self, p):\n        self.s = mystore.connect(p)\n"
     assert findings(src) == []
-    cfg = Config(select=("FRK101",), extra_handle_factories=("mystore.connect",)).with_knowledge()
+    cfg = Config(select=("FRK101",), extra_handle_factories=("mystore.connect",))
     assert findings(src, cfg) == [("FRK101", 6, 17, "safe")]
 
 
@@ -264,21 +264,15 @@ def test_fix_extends_an_existing_getstate_and_keeps_helper_calls():
                 state["cache"] = None
                 return state
 
+            # forksafe: one h5py.File() handle per process (PID-checked), not pickled
             @property
             def f(self):
-                """The h5py.File() handle of this process: opened on first use, reopened after a fork."""
                 if getattr(self, "_f_pid", None) != os.getpid():
-                    self._close_f()
+                    if getattr(self, "_f", None) is not None:
+                        self._f.close()
                     self._f = open_h5(*self._f_args, mode="r")
                     self._f_pid = os.getpid()
                 return self._f
-
-            def _close_f(self):
-                """Close this process's h5py.File() handle if it is open (the next use reopens it)."""
-                handle = getattr(self, "_f", None)
-                self._f = self._f_pid = None
-                if handle is not None:
-                    handle.close()
         '''
     assert fixed(src) == textwrap.dedent(want)
 
@@ -311,7 +305,7 @@ def test_fix_local_import_is_repeated_in_the_property():
     """
     out = fixed(src)
     assert (
-        "            self._close_env()\n"
+        "                self._env.close()\n"
         "            from lmdb import open as lmdb_open\n"
         "            self._env = lmdb_open(*self._env_args, readonly=True)\n"
     ) in out
@@ -343,14 +337,15 @@ def test_fix_derived_attribute_becomes_property():
          "        self.env = lmdb.open(p)\n        self.txn = self.env.begin()\n\n    def reset(self):\n"
          "        self.txn = None\n",
          "self.txn keeps an object derived from it"),
-        # a derived object built from more than the attribute and literals
+        # a derived object built from more than the attribute, literals and a key computed without self
+        # (self.f[k] is fixed: tests/test_fix_style.py)
         ("import h5py\nfrom torch.utils.data import Dataset\n\nclass DS(Dataset):\n    def __init__(self, p, k):\n"
-         "        self.f = h5py.File(p, 'r')\n        self.x = self.f[k]\n",
+         "        self.f = h5py.File(p, 'r')\n        self.k = k\n        self.x = self.f[self.k]\n",
          "self.x keeps an object derived from it"),
-        # the attribute is reassigned elsewhere
+        # the attribute is reassigned elsewhere (to something other than None: see test_fix_style.py)
         ("import lmdb\nfrom torch.utils.data import Dataset\n\nclass DS(Dataset):\n    def __init__(self, p):\n"
-         "        self.env = lmdb.open(p)\n\n    def close(self):\n        self.env = None\n",
-         "self.env is also assigned in DS.close"),
+         "        self.env = lmdb.open(p)\n\n    def reopen(self, q):\n        self.env = lmdb.open(q)\n",
+         "self.env is also assigned in DS.reopen"),
         # __slots__
         ("import lmdb\nfrom torch.utils.data import Dataset\n\nclass DS(Dataset):\n    __slots__ = ('env',)\n\n"
          "    def __init__(self, p):\n        self.env = lmdb.open(p)\n",
@@ -513,9 +508,10 @@ class Frames(Dataset):
 '''
 
 H5_FIXED = '''\
+import os
+
 import h5py as h
 import torch.utils.data as tud
-import os
 
 
 class H5Dataset(tud.Dataset):
@@ -531,9 +527,9 @@ class H5Dataset(tud.Dataset):
     def __getitem__(self, i):
         return self.h5[self.key][i].astype("float32")
 
+    # forksafe: one h5py.File() handle per process (PID-checked), not pickled
     @property
     def h5(self):
-        """The h5py.File() handle of this process: opened on first use, reopened after a fork."""
         if getattr(self, "_h5_pid", None) != os.getpid():
             self._close_h5()
             self._h5 = h.File(*self._h5_args, "r")
@@ -541,14 +537,11 @@ class H5Dataset(tud.Dataset):
         return self._h5
 
     def _close_h5(self):
-        """Close this process's h5py.File() handle if it is open (the next use reopens it)."""
-        handle = getattr(self, "_h5", None)
+        if getattr(self, "_h5", None) is not None:
+            self._h5.close()
         self._h5 = self._h5_pid = None
-        if handle is not None:
-            handle.close()
 
     def __getstate__(self):
-        """Leave the per-process objects out of the pickle: each process makes its own on first use."""
         state = self.__dict__.copy()
         state.pop("_h5", None)
         state.pop("_h5_pid", None)

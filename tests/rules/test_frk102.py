@@ -10,7 +10,7 @@ from flake8_forksafe.config import Config
 from flake8_forksafe.engine import check_source
 from flake8_forksafe.fix import fix_source
 
-CFG = Config(select=("FRK102",)).with_knowledge()
+CFG = Config(select=("FRK102",))
 
 
 def findings(src):

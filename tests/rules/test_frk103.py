@@ -10,7 +10,7 @@ from flake8_forksafe.config import Config
 from flake8_forksafe.engine import check_source
 from tests.rules._support import ALL, check_dedented, fix_dedented
 
-CFG = Config(select=("FRK103",)).with_knowledge()
+CFG = Config(select=("FRK103",))
 
 
 def findings(src):
@@ -102,7 +102,6 @@ def test_hasattr_style_gets_pop_and_getattr():
     ) in out
     assert (
         "    def __getstate__(self):\n"
-        '        """Pickle without the open handles: each process opens its own on first use."""\n'
         "        state = self.__dict__.copy()\n"
         '        state.pop("_env", None)\n'
         '        state.pop("_env_pid", None)\n'

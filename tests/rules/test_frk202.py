@@ -9,7 +9,7 @@ from flake8_forksafe.engine import check_source
 from flake8_forksafe.fix import fix_source
 from tests.rules._support import check_dedented, fix_dedented
 
-CFG = Config(select=("FRK202",)).with_knowledge()
+CFG = Config(select=("FRK202",))
 
 
 def findings(src):

@@ -14,7 +14,7 @@ from flake8_forksafe.config import Config
 from flake8_forksafe.engine import check_source
 from tests.rules._support import ALL, check_dedented, fix_dedented
 
-CFG = Config(select=("FRK203",)).with_knowledge()
+CFG = Config(select=("FRK203",))
 
 
 def findings(src):

@@ -10,7 +10,7 @@ from flake8_forksafe.config import Config
 from flake8_forksafe.fix import fix_source
 from tests.rules._support import ALL, check_dedented, fix_dedented
 
-CFG = Config(select=("FRK301",)).with_knowledge()
+CFG = Config(select=("FRK301",))
 HEAD = "import torch\nfrom torch.utils.data import DataLoader, Dataset\n"
 
 

@@ -8,8 +8,8 @@ from flake8_forksafe.config import Config
 from flake8_forksafe.fix import fix_source
 from tests.rules._support import check_dedented
 
-CFG = Config(select=("FRK302",)).with_knowledge()
-BOTH = Config(select=("FRK301", "FRK302")).with_knowledge()
+CFG = Config(select=("FRK302",))
+BOTH = Config(select=("FRK301", "FRK302"))
 HEAD = "import functools\nimport torch\nfrom torch.utils.data import DataLoader, Dataset, IterableDataset\n"
 
 

@@ -11,7 +11,7 @@ from flake8_forksafe.config import Config
 from flake8_forksafe.fix import fix_source
 from tests.rules._support import check_dedented, fix_dedented, run_script
 
-CFG = Config(select=("FRK401",)).with_knowledge()
+CFG = Config(select=("FRK401",))
 GUARD = 'outside `if __name__ == "__main__":`: spawn/forkserver workers re-import this module and fail with a bootstrapping RuntimeError; move the script code under the guard'
 
 
@@ -363,6 +363,7 @@ print("total", total(loader))
 
 @pytest.mark.slow
 def test_runtime_unguarded_fails_fixed_runs(tmp_path):
+    pytest.importorskip("torch")  # the scripts run DataLoader workers
     bad = tmp_path / "train_bad.py"
     bad.write_text(SCRIPT)
     assert findings(SCRIPT) == [(19, 0, "safe")]
@@ -378,3 +379,50 @@ def test_runtime_unguarded_fails_fixed_runs(tmp_path):
     rc, out, err = run_script(good)
     assert rc == 0, err[-2000:]
     assert out == "total 2470\n"
+
+
+def test_fix_never_moves_code_past_a_later_rebinding_of_what_it_reads():
+    # moved to the end, the loader would be built after `batch_size = 8` and train with 8
+    src = """\
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    ds = TensorDataset(torch.arange(16.0))
+    batch_size = 4
+    loader = DataLoader(ds, batch_size=batch_size, num_workers=2)
+    for (b,) in loader:
+        print(b.shape)
+    batch_size = 8
+    print("done", batch_size)
+    """
+    assert fixed(src) == textwrap.dedent('''\
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    if __name__ == "__main__":
+        ds = TensorDataset(torch.arange(16.0))
+        batch_size = 4
+        loader = DataLoader(ds, batch_size=batch_size, num_workers=2)
+        for (b,) in loader:
+            print(b.shape)
+        batch_size = 8
+        print("done", batch_size)
+    ''')
+
+
+def test_fix_declines_when_a_definition_follows_the_rebinding():
+    src = """\
+    from torch.utils.data import DataLoader
+
+    n = 2
+    loader = DataLoader(range(8), batch_size=n, num_workers=2)
+    for b in loader:
+        print(b)
+    n = 4
+
+
+    def helper():
+        return 1
+    """
+    assert findings(src) == [(5, 0, None)]  # reported, not offered as a fix
+    assert fixed(src) == textwrap.dedent(src)

@@ -11,8 +11,8 @@ from flake8_forksafe.engine import check_source
 from flake8_forksafe.fix import fix_source
 from tests.rules._support import check_dedented, fix_dedented
 
-CFG = Config(select=("FRK402",)).with_knowledge()
-BOTH = Config(select=("FRK402", "FRK403")).with_knowledge()
+CFG = Config(select=("FRK402",))
+BOTH = Config(select=("FRK402", "FRK403"))
 MESSAGE = (
     "set_start_method() runs at module level after `import torch`: the start method must be chosen "
     "before torch (and what it imports) uses multiprocessing, and spawned workers re-run it; call "

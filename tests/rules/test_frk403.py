@@ -8,7 +8,7 @@ from flake8_forksafe.config import Config
 from flake8_forksafe.engine import check_source
 from tests.rules._support import check_dedented, fix_dedented, run_script
 
-CFG = Config(select=("FRK403",)).with_knowledge()
+CFG = Config(select=("FRK403",))
 MESSAGE = (
     "set_start_method() without force=True at module level: spawned workers re-import this module "
     "with the start method already set and fail with 'RuntimeError: context has already been set'; "
@@ -78,7 +78,8 @@ def test_not_flagged(src):
             [(5, 4, "safe")],
         ),
         ("import multiprocessing as mp\ntry:\n    mp.set_start_method('spawn')\nexcept ValueError:\n    pass\n", [(3, 4, "safe")]),
-        ("from torch.multiprocessing import set_start_method as ssm\nssm('forkserver')\n", [(2, 0, "safe")]),
+        # (from torch.multiprocessing it is FRK402's finding alone: see test_one_finding_with_frk402)
+        ("from multiprocessing import set_start_method as ssm\nssm('forkserver')\n", [(2, 0, "safe")]),
         ("import sys\nimport multiprocessing as mp\nif sys.platform == 'darwin':\n    mp.set_start_method('spawn')\n", [(4, 4, "safe")]),
     ],
 )
@@ -110,6 +111,7 @@ if __name__ == "__main__":
 
 @pytest.mark.slow
 def test_runtime_unforced_fails_fixed_runs(tmp_path):
+    pytest.importorskip("torch")  # the scripts run DataLoader workers
     bad = tmp_path / "job_bad.py"
     bad.write_text(SCRIPT)
     assert findings(SCRIPT) == [(3, 0, "safe")]
@@ -122,3 +124,19 @@ def test_runtime_unforced_fails_fixed_runs(tmp_path):
     rc, out, err = run_script(good)
     assert rc == 0, err[-2000:]
     assert out == "total 28\n"
+
+
+def test_one_finding_with_frk402():
+    """A call after `import torch` that FRK402 moves (adding force=True) is FRK402's finding alone;
+    one FRK402 cannot move (inside an `if`) keeps FRK403 and its force=True fix."""
+    from flake8_forksafe.config import Config
+    from flake8_forksafe.engine import check_source
+
+    cfg = Config(select=("FRK4",))
+    moved = "from torch.multiprocessing import set_start_method as ssm\nssm('forkserver')\n"
+    assert [(f.code, f.line, f.fix) for f in check_source(moved, "m.py", cfg)] == [("FRK402", 2, "safe")]
+    kept = "import sys\nimport torch.multiprocessing as mp\nif sys.platform == 'darwin':\n    mp.set_start_method('spawn')\n"
+    assert [(f.code, f.line, f.fix) for f in check_source(kept, "m.py", cfg)] == [
+        ("FRK402", 4, None),
+        ("FRK403", 4, "safe"),
+    ]

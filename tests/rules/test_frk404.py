@@ -9,7 +9,7 @@ import pytest
 from flake8_forksafe.config import Config
 from tests.rules._support import check_dedented, fix_dedented
 
-CFG = Config(select=("FRK404",)).with_knowledge()
+CFG = Config(select=("FRK404",))
 
 
 def check(src, cfg=CFG):

@@ -8,7 +8,7 @@ from flake8_forksafe.config import Config
 from flake8_forksafe.engine import check_source
 from tests.rules._support import check_dedented, fix_dedented
 
-CFG = Config(select=("FRK501",)).with_knowledge()
+CFG = Config(select=("FRK501",))
 HEAD = "import multiprocessing as mp\nfrom torch.utils.data import DataLoader\n"
 
 
@@ -22,8 +22,8 @@ def fixed(src):
 
 def test_off_by_default():
     src = HEAD + "dl = DataLoader(range(4), num_workers=2, multiprocessing_context='spawn')\n"
-    assert check_source(src, "data.py", Config().with_knowledge()) == []
-    assert check_source(src, "data.py", Config(select=("FRK",)).with_knowledge()) == []
+    assert check_source(src, "data.py", Config()) == []
+    assert check_source(src, "data.py", Config(select=("FRK",))) == []
     got = check_source(src, "data.py", CFG)
     assert [(f.line, f.col, f.message) for f in got] == [
         (

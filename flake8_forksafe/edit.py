@@ -1,0 +1,450 @@
+"""Generic libcst editing shared by the fixes: module-level names and imports, statements built
+from text, comments and blank lines around moved lines."""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Dict, List, Optional, Sequence, Set, Union
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
+
+from flake8_forksafe.analysis import FuncInfo, dotted, is_docstring
+
+
+def module_level_names(module: cst.Module) -> Set[str]:
+    """Names bound at module level (imports, defs, classes, assignments; inside top-level if/try)."""
+    names: Set[str] = set()
+
+    def bind_target(t: cst.BaseExpression) -> None:
+        if isinstance(t, cst.Name):
+            names.add(t.value)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            for el in t.elements:
+                bind_target(el.value)
+
+    def walk(stmts: Sequence[cst.CSTNode]) -> None:
+        for s in stmts:
+            if isinstance(s, cst.SimpleStatementLine):
+                for small in s.body:
+                    if isinstance(small, (cst.Import, cst.ImportFrom)):
+                        names.update(_bound_by_import(small))
+                    elif isinstance(small, cst.Assign):
+                        for t in small.targets:
+                            bind_target(t.target)
+                    elif isinstance(small, cst.AnnAssign):
+                        bind_target(small.target)
+            elif isinstance(s, (cst.FunctionDef, cst.ClassDef)):
+                names.add(s.name.value)
+            elif isinstance(s, (cst.If, cst.Try, cst.With)):
+                for block in _blocks(s):
+                    walk(block)
+
+    walk(module.body)
+    return names
+
+
+def _blocks(s: cst.CSTNode) -> List[Sequence[cst.CSTNode]]:
+    out: List[Sequence[cst.CSTNode]] = []
+    if isinstance(s, (cst.If, cst.With, cst.Try)):
+        if isinstance(s.body, cst.IndentedBlock):
+            out.append(s.body.body)
+    if isinstance(s, cst.If) and s.orelse is not None:
+        if isinstance(s.orelse, cst.If):
+            out += _blocks(s.orelse)
+        elif isinstance(s.orelse.body, cst.IndentedBlock):
+            out.append(s.orelse.body.body)
+    if isinstance(s, cst.Try):
+        for h in s.handlers:
+            if isinstance(h.body, cst.IndentedBlock):
+                out.append(h.body.body)
+        for extra in (s.orelse, s.finalbody):
+            if extra is not None and isinstance(extra.body, cst.IndentedBlock):
+                out.append(extra.body.body)
+    return out
+
+
+def _bound_by_import(small: Union[cst.Import, cst.ImportFrom]) -> List[str]:
+    out = []
+    if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar):
+        return out
+    for alias in small.names:  # type: ignore[union-attr]
+        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            out.append(alias.asname.name.value)
+        else:
+            d = dotted(alias.name) or ""
+            out.append(d.split(".")[0] if isinstance(small, cst.Import) else d)
+    return out
+
+
+def local_import(fn: Optional[FuncInfo], head: str) -> Optional[cst.BaseSmallStatement]:
+    """A one-name copy of the import that binds ``head`` inside ``fn`` (or a function enclosing it)."""
+    while fn is not None:
+        found: List[cst.BaseSmallStatement] = []
+
+        class V(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is fn.node  # noqa: B023 - fn is fixed for this walk
+
+            def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+                return False
+
+            def visit_Import(self, node: cst.Import) -> None:
+                for alias in node.names:
+                    if head in _bound_by_import(cst.Import(names=[alias])):
+                        found.append(cst.Import(names=[alias.with_changes(comma=cst.MaybeSentinel.DEFAULT)]))
+
+            def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+                if isinstance(node.names, cst.ImportStar):
+                    return
+                for alias in node.names:
+                    if head in _bound_by_import(cst.ImportFrom(module=node.module, names=[alias])):
+                        found.append(
+                            node.with_changes(
+                                names=[alias.with_changes(comma=cst.MaybeSentinel.DEFAULT)],
+                                lpar=None,
+                                rpar=None,
+                            )
+                        )
+
+        fn.node.visit(V())
+        if found:
+            return found[0]
+        fn = fn.parent
+    return None
+
+
+# modules of the standard library, for placing an added import in its isort group (Python 3.10+
+# knows them; 3.9 falls back to the ones this project's fixes add or files commonly import)
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) or frozenset(
+    "__future__ abc argparse array ast asyncio base64 bisect builtins collections concurrent contextlib copy csv "
+    "ctypes dataclasses datetime decimal enum functools gc glob gzip hashlib heapq io itertools json logging "
+    "math mmap multiprocessing operator os pathlib pickle platform queue random re shutil signal socket "
+    "sqlite3 string struct subprocess sys tempfile threading time traceback types typing unittest urllib "
+    "uuid warnings weakref zipfile zlib".split()
+)
+FUTURE, STDLIB, THIRD, FIRST = 0, 1, 2, 3
+
+
+def _import_module(small: Union[cst.Import, cst.ImportFrom]) -> str:
+    if isinstance(small, cst.Import):
+        return dotted(small.names[0].name) or ""
+    return ("." * len(small.relative)) + (dotted(small.module) or "") if small.module is not None else "." * len(
+        small.relative
+    )
+
+
+def _section(small: Union[cst.Import, cst.ImportFrom]) -> int:
+    mod = _import_module(small)
+    if mod.startswith("."):
+        return FIRST
+    top = mod.split(".")[0]
+    if top == "__future__":
+        return FUTURE
+    return STDLIB if top in _STDLIB else THIRD
+
+
+def _import_line(s: cst.CSTNode) -> Optional[Union[cst.Import, cst.ImportFrom]]:
+    """The import of a top-level line that holds imports only (its first one), else None."""
+    if isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, (cst.Import, cst.ImportFrom)) for x in s.body):
+        return s.body[0]  # type: ignore[return-value]
+    return None
+
+
+def _all_bindings(module: cst.Module) -> Dict[str, List[cst.CSTNode]]:
+    """Every binding of every name, in every scope: name -> the nodes that bind it."""
+    out: Dict[str, List[cst.CSTNode]] = {}
+    try:
+        scopes = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider)
+    except Exception:  # pragma: no cover - libcst's scope analysis gave up: assume everything is bound
+        return {"*": []}
+    seen: Set[int] = set()
+    for scope in set(scopes.values()):
+        if scope is None or id(scope) in seen:
+            continue
+        seen.add(id(scope))
+        for asg in scope.assignments:
+            out.setdefault(asg.name, []).append(getattr(asg, "node", None))
+    return out
+
+
+def _all_names(module: cst.Module) -> Set[str]:
+    names: Set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            names.add(node.value)
+
+    module.visit(V())
+    return names
+
+
+def import_binding(module: cst.Module, name: str) -> Optional[str]:
+    """The name under which a top-level, unconditional import of module ``name`` can be used by
+    added code: ``name`` itself when ``import name`` (or ``import name.sub``) binds it and nothing
+    else binds or shadows it anywhere in the file; an alias ``import name as X`` that nothing else
+    binds; None when added code needs a new import."""
+    bindings = _all_bindings(module)
+    if "*" in bindings:
+        return None
+    for s in module.body:
+        small = _import_line(s)
+        if small is None or not isinstance(small, cst.Import):
+            continue
+        for stmt_small in s.body:  # type: ignore[attr-defined]
+            for alias in stmt_small.names:
+                mod = dotted(alias.name) or ""
+                if alias.asname is None and (mod == name or mod.startswith(name + ".")):
+                    bound = name
+                elif alias.asname is not None and mod == name and isinstance(alias.asname.name, cst.Name):
+                    bound = alias.asname.name.value
+                else:
+                    continue
+                others = [n for n in bindings.get(bound, []) if not _is_import_of(n, name)]
+                if not others:
+                    return bound
+    return None
+
+
+def _is_import_of(node: Optional[cst.CSTNode], name: str) -> bool:
+    if isinstance(node, cst.Import):
+        return any((dotted(a.name) or "").split(".")[0] == name for a in node.names)
+    return False
+
+
+def free_name(module: cst.Module, name: str) -> str:
+    """``name`` when nothing in the file binds it, else ``_name`` (``_name_``, ... until free)."""
+    bindings = _all_bindings(module)
+    if name not in bindings and "*" not in bindings:
+        return name
+    used = _all_names(module)
+    alias = "_" + name
+    while alias in used:
+        alias += "_"
+    return alias
+
+
+def ensure_imports(module: cst.Module, names: Sequence[str]) -> cst.Module:
+    """Make each module in ``names`` importable by added code: reuse a top-level import that binds
+    it (``import os``, ``import os.path``, ``import os, lmdb``, ``import os as X``); else add
+    ``import NAME`` -- or ``import NAME as _NAME`` when the file binds or shadows NAME anywhere --
+    where isort would put it: in its section (future / stdlib / third party / first party), in the
+    file's order within it, a new section separated by one blank line. Added code that says
+    ``NAME.`` is pointed at the alias by ``retarget_imports``."""
+    for name in names:
+        if import_binding(module, name) is not None:
+            continue
+        asname = free_name(module, name)
+        alias = cst.ImportAlias(
+            name=_name_expr(name), asname=None if asname == name else cst.AsName(name=cst.Name(asname))
+        )
+        module = _insert_import(module, cst.SimpleStatementLine(body=[cst.Import(names=[alias])]))
+    return module
+
+
+def _sort_key(small: Union[cst.Import, cst.ImportFrom]) -> str:
+    return _import_module(small).lower()
+
+
+def _insert_import(module: cst.Module, line: cst.SimpleStatementLine) -> cst.Module:
+    body = list(module.body)
+    new = line.body[0]
+    assert isinstance(new, cst.Import)
+    section = _section(new)
+    # the leading block of imports: (index, import) pairs, and the sections of the blank-line groups
+    start = 1 if body and is_docstring(body[0]) else 0
+    block: List[int] = []
+    for i in range(start, len(body)):
+        if _import_line(body[i]) is None:
+            break
+        block.append(i)
+    if not block:
+        at = start
+        lead: List[cst.EmptyLine] = [cst.EmptyLine()] if start and at < len(body) + 1 else []
+        if at < len(body):
+            nxt = body[at]
+            want = 2 if isinstance(nxt, (cst.FunctionDef, cst.ClassDef)) else 1
+            lead_next = list(nxt.leading_lines)
+            if start == 0:  # the new import takes the file's header comments
+                lead, lead_next = lead_next, []
+            blanks = _leading_blanks(lead_next)
+            if blanks < want:
+                lead_next = [cst.EmptyLine()] * (want - blanks) + lead_next
+            body[at] = nxt.with_changes(leading_lines=lead_next)
+        body.insert(at, line.with_changes(leading_lines=lead))
+        return module.with_changes(body=body)
+    groups: List[List[int]] = []
+    for i in block:
+        if not groups or _leading_blanks(body[i].leading_lines) > 0:
+            groups.append([i])
+        else:
+            groups[-1].append(i)
+
+    def group_section(g: List[int]) -> int:
+        secs = [_section(_import_line(body[i])) for i in g]  # type: ignore[arg-type]
+        return max(set(secs), key=secs.count)
+
+    same = [g for g in groups if group_section(g) == section]
+    if same:
+        g = same[0]
+        imports = [(i, _import_line(body[i])) for i in g]
+        mixed = any(
+            isinstance(a, cst.ImportFrom) and any(isinstance(b, cst.Import) for _, b in imports[n + 1:])
+            for n, (_, a) in enumerate(imports)
+        )  # the file sorts `from` and plain imports together (force_sort_within_sections)
+        key = _sort_key(new)
+        at = g[-1] + 1
+        for i, small in imports:
+            if not mixed and isinstance(small, cst.ImportFrom):
+                at = i
+                break
+            if (mixed or isinstance(small, cst.Import)) and _sort_key(small) > key:  # type: ignore[arg-type]
+                at = i
+                break
+        if at == g[0]:  # first of its group: it takes the group's leading lines
+            body[at] = body[at].with_changes(leading_lines=[])
+            body.insert(at, line.with_changes(leading_lines=list(module.body[at].leading_lines)))
+        else:
+            body.insert(at, line.with_changes(leading_lines=[]))
+        return module.with_changes(body=body)
+    # a new section: after the last group of a lower section, before the first of a higher one
+    after = [g for g in groups if group_section(g) < section]
+    if after:
+        at = after[-1][-1] + 1
+        body.insert(at, line.with_changes(leading_lines=[cst.EmptyLine()]))
+        if at + 1 < len(body) and _leading_blanks(body[at + 1].leading_lines) == 0:
+            body[at + 1] = body[at + 1].with_changes(leading_lines=[cst.EmptyLine(), *body[at + 1].leading_lines])
+        return module.with_changes(body=body)
+    at = groups[0][0]
+    body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine()])  # its comments stay above the block
+    body.insert(at, line.with_changes(leading_lines=list(module.body[at].leading_lines)))
+    return module.with_changes(body=body)
+
+
+def _leading_blanks(lines: Sequence[cst.EmptyLine]) -> int:
+    return sum(1 for x in lines if x.comment is None)
+
+
+ADDED_IMPORTS = ("os", "torch")  # the modules fixes add imports of
+
+
+def retarget_imports(before: cst.Module, after: cst.Module) -> cst.Module:
+    """Point the code a fix added at the names its imports really have: in a file that binds or
+    shadows ``os``, ``ensure_imports`` adds ``import os as _os``, and every ``os.`` on a line the
+    fix added (or the added part of a line it changed) becomes ``_os.``. The file's own ``os.``
+    is left alone."""
+    import difflib
+
+    aliased = set()  # cheap test first: only a top-level `import os as X` can call for a rename
+    for s in after.body:
+        if _import_line(s) is not None:
+            for small in s.body:  # type: ignore[attr-defined]
+                if isinstance(small, cst.Import):
+                    aliased.update(dotted(a.name) for a in small.names if a.asname is not None)
+    targets = {}
+    for name in ADDED_IMPORTS:
+        if name not in aliased:
+            continue
+        bound = import_binding(after, name)
+        if bound is not None and bound != name:
+            targets[name] = bound
+    if not targets:
+        return after
+    old_lines = before.code.splitlines()
+    new_lines = after.code.splitlines()
+    wrapper = MetadataWrapper(after, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    uses: Dict[str, List[cst.Name]] = {n: [] for n in targets}
+    line_of_use: Dict[int, int] = {}
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if isinstance(node.value, cst.Name) and node.value.value in targets:
+                uses[node.value.value].append(node.value)
+                line_of_use[id(node.value)] = positions[node.value].start.line
+
+    after.visit(V())
+    rename: Set[int] = set()
+    sm = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag not in ("insert", "replace"):
+            continue
+        for name in targets:
+            old_count = sum(len(re.findall(rf"\b{name}\.", line)) for line in old_lines[i1:i2])
+            new_uses = [u for u in uses[name] if j1 < line_of_use[id(u)] <= j2]
+            rename.update(id(u) for u in new_uses[old_count:] if len(new_uses) > old_count)
+
+    if not rename:
+        return after
+
+    class T(cst.CSTTransformer):
+        def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+            if id(original_node) in rename:
+                return updated_node.with_changes(value=targets[original_node.value])
+            return updated_node
+
+    return after.visit(T())
+
+
+def _name_expr(name: str) -> Union[cst.Name, cst.Attribute]:
+    return cst.parse_expression(name)  # type: ignore[return-value]
+
+
+def line_of(fn: FuncInfo, small: cst.CSTNode) -> Optional[cst.SimpleStatementLine]:
+    """The statement line holding a small statement of ``fn``'s body."""
+    found: List[cst.SimpleStatementLine] = []
+
+    class V(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+            if any(s is small for s in node.body):
+                found.append(node)
+            return False
+
+    fn.node.body.visit(V())
+    return found[0] if found else None
+
+
+def is_constant(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary)):
+        return True
+    if isinstance(node, cst.ConcatenatedString):
+        return is_constant(node.left) and is_constant(node.right)  # type: ignore[arg-type]
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False", "None")
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        return is_constant(node.expression)
+    return False
+
+
+def statement(code: str, module: cst.Module) -> cst.BaseStatement:
+    return cst.parse_statement(code, config=module.config_for_parsing)
+
+
+def small_statement(code: str, module: cst.Module) -> cst.BaseSmallStatement:
+    line = statement(code, module)
+    assert isinstance(line, cst.SimpleStatementLine)
+    return line.body[0]
+
+
+def comments_in(node: cst.CSTNode) -> List[cst.EmptyLine]:
+    found: List[cst.EmptyLine] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Comment(self, c: cst.Comment) -> None:
+            found.append(cst.EmptyLine(comment=c))
+
+    node.visit(V())
+    return found
+
+
+def line_comments(line: cst.SimpleStatementLine) -> List[cst.Comment]:
+    """The comments above and at the end of a line (they move with the line into its property)."""
+    out = [e.comment for e in line.leading_lines if e.comment is not None]
+    if line.trailing_whitespace.comment is not None:
+        out.append(line.trailing_whitespace.comment)
+    return out
+
+
+def with_blank_line(stmt: cst.BaseStatement) -> cst.BaseStatement:
+    return stmt.with_changes(leading_lines=[cst.EmptyLine(indent=False)])  # type: ignore[call-arg]

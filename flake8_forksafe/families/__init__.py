@@ -1,0 +1,1 @@
+"""One package per hazard family (handles, pickling, processes, cuda, rng): its facts and its fixes."""

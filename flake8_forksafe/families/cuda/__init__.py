@@ -1,0 +1,1 @@
+"""The cuda hazard family: its facts and its fixes."""

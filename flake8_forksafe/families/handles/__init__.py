@@ -1,0 +1,1 @@
+"""The handles hazard family: its facts and its fixes."""

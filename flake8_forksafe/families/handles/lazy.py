@@ -1,0 +1,563 @@
+"""The per-process lazy handle: the fix shared by FRK101 and FRK203 (the facts it needs are in
+``facts.py``, FRK103's PID fix in ``pid.py``, the ``__getstate__`` planning in ``families/getstate.py``).
+
+What the fix produces (measured with real DataLoader workers under fork, spawn and forkserver for
+LMDB, HDF5 and plain files; nothing less works under all three):
+
+1. the constructor's arguments are kept on the instance (picklable: ``self._env_args = (path,)``);
+2. the attribute becomes a property that opens the handle on first use in the current process and
+   reopens it when ``os.getpid()`` differs from the pid that opened it; a handle inherited through
+   fork is closed in the child first (LMDB refuses a second environment on the same path in one
+   process);
+3. a handle that ``__init__`` used to read metadata is closed before ``__init__`` returns;
+4. ``__getstate__`` returns a copy of the state without the handle (an existing ``__getstate__`` of
+   the form ``state = self.__dict__.copy() ... return state`` is extended instead).
+
+Every existing use of the attribute (``self.env.begin()``, ``self.f["x"]``) keeps working unchanged.
+FRK103's lazy handles keep their attribute: the lazy test gains the PID check (closing the inherited
+handle first) and ``__getstate__`` resets the attribute.
+"""
+
+from __future__ import annotations
+
+import builtins
+from pathlib import Path
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
+
+import libcst as cst
+
+from flake8_forksafe.analysis import Analysis, ClassInfo, FuncInfo, SelfAssign, dotted, self_attr
+from flake8_forksafe.edit import (
+    comments_in,
+    ensure_imports,
+    is_constant,
+    line_comments,
+    local_import,
+    module_level_names,
+    small_statement,
+    statement,
+)
+from flake8_forksafe.families.getstate import (
+    ClassRewrite,
+    Names,
+    append_before_return,
+    assignment_line,
+    class_body_binds,
+    getstate_home,
+    getstate_plan,
+    has_slots,
+    related_classes,
+)
+from flake8_forksafe.families.handles.facts import SelfAttrNodes, loads, mentions, reads_attr
+from flake8_forksafe.families.style import line_length
+
+@dataclass(eq=False)
+class LazyPlan:
+    owner: ClassInfo  # gets the property (the class whose method kept the value)
+    fn: FuncInfo
+    attr: str
+    line: cst.SimpleStatementLine
+    small: cst.BaseSmallStatement
+    call: cst.Call
+    what: str  # "lmdb.open()" for docstrings
+    close: Optional[str]  # the handle's close method; None for locks and queues
+    import_stmt: Optional[cst.BaseSmallStatement]
+    close_in: List[FuncInfo] = field(default_factory=list)  # __init__s that read the handle
+    extend: List[Tuple[FuncInfo, cst.SimpleStatementLine, str]] = field(default_factory=list)
+    add_getstate: bool = False
+    derived: List["DerivedProp"] = field(default_factory=list)  # become read-only properties
+    setter: bool = False  # something else assigns the attribute (or may: a public class in a package)
+
+    @property
+    def names(self) -> Names:
+        return Names(self.attr)
+
+
+@dataclass(eq=False)
+class DerivedProp:
+    """``self.images = self.file["images"]`` in ``__init__``: the line goes, and ``images`` becomes a
+    property returning the same expression (derived from this process's handle on each use)."""
+
+    sa: SelfAssign
+    line: cst.SimpleStatementLine
+    key: Optional[cst.BaseExpression] = None  # a computed key, kept as self._<attr>_key
+
+    @property
+    def key_name(self) -> str:
+        return f"_{Names(self.sa.attr).core}_key"
+
+    @property
+    def cached(self) -> bool:
+        """Made by a method call (``self.conn.cursor()``, ``self.env.begin()``): made once per handle
+        and kept (a new cursor on each use would lose its results), not on each use."""
+        v = self.sa.value
+        while isinstance(v, (cst.Subscript, cst.Call)):
+            if isinstance(v, cst.Call):
+                return True
+            v = v.value
+        return False
+
+    @property
+    def cache_names(self) -> Tuple[str, str]:
+        n = Names(self.sa.attr)
+        return n.state, f"_{n.core}_of"
+
+
+def _literal_chain(value: cst.BaseExpression, me: str, attr: str) -> Union[bool, cst.BaseExpression]:
+    """``value`` is ``self.attr`` followed by string subscripts and method calls whose arguments
+    are literals only (``self.file["images"]``, ``self.env.begin(write=False)``): True; or, when
+    the subscript right on ``self.attr`` has a key computed in ``__init__`` without ``self``
+    (``self.f[f"{split}/images"]``), that key (the fix keeps its value); else False."""
+    depth = 0
+    key_node: Optional[cst.BaseExpression] = None
+    while depth < 8:
+        depth += 1
+        if isinstance(value, cst.Subscript):
+            if len(value.slice) != 1 or not isinstance(value.slice[0].slice, cst.Index):
+                return False
+            key = value.slice[0].slice.value
+            if not isinstance(key, (cst.SimpleString, cst.ConcatenatedString)) or not is_constant(key):
+                if self_attr(value.value, me) != attr or not _plain_key(key, me):
+                    return False
+                key_node = key
+            value = value.value
+        elif isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            if any(x.star or not is_constant(x.value) for x in value.args):
+                return False
+            value = value.func.value
+        else:
+            if self_attr(value, me) == attr and isinstance(value, cst.Attribute):
+                return key_node if key_node is not None else True
+            return False
+    return False
+
+
+def _plain_key(key: cst.BaseExpression, me: str) -> bool:
+    """A key the fix can compute once in ``__init__``: names, strings, f-strings, attributes and
+    operators; no ``self``, calls, walrus, lambdas or comprehensions."""
+    ok = True
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            nonlocal ok
+            if isinstance(node, (cst.Call, cst.NamedExpr, cst.Lambda, cst.Yield, cst.Await, cst.Slice)) or (
+                isinstance(node, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp))
+            ):
+                ok = False
+            if isinstance(node, cst.Name) and node.value == me:
+                ok = False
+            return ok
+
+    key.visit(V())
+    return ok
+
+
+def plan_derived(
+    a: Analysis, fn: FuncInfo, sa: SelfAssign, derived: Sequence[Tuple[FuncInfo, SelfAssign]]
+) -> Optional[List[DerivedProp]]:
+    """The ``derived`` attributes (kept objects derived from ``self.<sa.attr>``) as read-only
+    properties, or None when one of them cannot be: each must be assigned once, with a plain ``=``
+    on a line of its own at the top of ``fn`` (an ``__init__``, the handle's own method), from an
+    expression of nothing but ``self.<sa.attr>`` and literals, in a class that does not define it."""
+    owner = fn.cls
+    if owner is None or fn.name != "__init__" or fn.self_name != "self":
+        return None
+    if not isinstance(fn.node.body, cst.IndentedBlock):
+        return None
+    related = related_classes(a, owner)
+    out: List[DerivedProp] = []
+    seen: Set[str] = set()
+    for dfn, d in derived:
+        if dfn is not fn or d.kind != "assign" or d.value is None or d.attr in seen:
+            return None
+        seen.add(d.attr)
+        if d.attr.startswith("__") or d.attr in Names(sa.attr).private() | {sa.attr}:
+            return None
+        probe = DerivedProp(d, cst.SimpleStatementLine(body=[]))
+        taken = {*probe.cache_names, probe.key_name} | Names(sa.attr).private()
+        if any(taken & (g.self_reads | {s.attr for s in g.self_assigns}) for c in related for g in c.methods.values()):
+            return None
+        chain = _literal_chain(d.value, "self", sa.attr)
+        if chain is False:
+            return None
+        line = assignment_line(fn, d, d.value, "value")
+        if isinstance(line, str) or len(line.body) != 1 or not any(s is line for s in fn.node.body.body):
+            return None
+        for c in related:
+            if d.attr in c.methods or d.attr in c.properties or class_body_binds(c, d.attr):
+                return None
+            for g in c.methods.values():
+                if any(s.attr == d.attr and s is not d for s in g.self_assigns):
+                    return None
+                pickling = g.name in ("__getstate__", "__setstate__", "__reduce__", "__reduce_ex__")
+                if pickling and d.attr in mentions(g)[0]:
+                    return None
+        out.append(DerivedProp(d, line, None if chain is True else chain))
+    return out
+
+
+def plan_lazy(
+    a: Analysis,
+    fn: FuncInfo,
+    sa: SelfAssign,
+    call: cst.Call,
+    what: str,
+    close: Optional[str],
+    derived: Sequence[DerivedProp] = (),
+) -> Union[LazyPlan, str]:
+    """How to turn ``self.attr = call`` into a per-process lazy attribute, or why it cannot be done
+    automatically (a short phrase). ``derived`` (see ``plan_derived``) become properties too."""
+    owner = fn.cls
+    attr = sa.attr
+    if owner is not None and owner.in_function is not None:
+        return "the class is defined inside a function"
+    if owner is None or not fn.is_method or not fn.self_name:
+        return "it is not assigned in a method"
+    line = assignment_line(fn, sa, call, "call")
+    if isinstance(line, str):
+        return line
+    small = sa.stmt
+    names = Names(attr)
+    related = related_classes(a, owner)
+    setter = _public_in_package(a, owner)  # a subclass elsewhere may assign it
+    for c in related:
+        if has_slots(c):
+            return f"{c.name} defines __slots__"
+        if attr in c.methods or names.close in c.methods:
+            return f"{c.name} already defines {attr if attr in c.methods else names.close}"
+        for g in c.methods.values():
+            for s in g.self_assigns:
+                if s is sa:
+                    continue
+                if s.attr == attr and s.kind == "assign" and _is_none(s.value):
+                    setter = True  # self.fh = None: kept working through a setter
+                elif s.attr == attr and s.kind in ("assign", "del"):
+                    return f"self.{attr} is also assigned in {c.name}.{g.name}"
+                if s.attr in names.private():
+                    return f"self.{s.attr} is already used"
+            if g.self_reads & (names.private() - {names.close}):
+                return "the names the fix needs are already used"
+    # derived handles kept from the attribute (self.txn = self.env.begin()) would outlive the fix
+    head = dotted(call.func)
+    if head is None:
+        return "the callee is not a plain name"
+    head_name = head.split(".")[0]
+    import_stmt = None
+    if head_name == fn.self_name:  # self._open_env(...): a helper method returning the handle
+        if head_name != "self":
+            return "the helper is called on a receiver not named self"
+    elif head_name not in module_level_names(a.module) and not hasattr(builtins, head_name):
+        import_stmt = local_import(fn, head_name)
+        if import_stmt is None:
+            return f"{head_name} is not a module-level name"
+    setter = setter or _assigned_in_other_modules(a, owner, attr)
+    gs = getstate_plan(a, owner, [attr])
+    if isinstance(gs, str):
+        return gs
+    extend, add = gs
+    plan = LazyPlan(
+        setter=setter,
+        owner=owner,
+        fn=fn,
+        attr=attr,
+        line=line,
+        small=small,
+        call=call,
+        what=what,
+        close=close,
+        import_stmt=import_stmt,
+        extend=extend,
+        add_getstate=add,
+        derived=list(derived),
+    )
+    if close:
+        plan.close_in = _inits_reading(a, owner, attr, [(fn, d.sa) for d in derived])
+    return plan
+
+
+def _is_none(value: Optional[cst.BaseExpression]) -> bool:
+    return isinstance(value, cst.Name) and value.value == "None"
+
+
+def _public_in_package(a: Analysis, cls: ClassInfo) -> bool:
+    """A public class (no leading underscore, at module level) in a file inside a package: users
+    may subclass it and assign the attribute."""
+    if cls.name.startswith("_") or cls.in_function is not None or a.module_classes.get(cls.name) is not cls:
+        return False
+    if not a.path or a.path.startswith("<"):
+        return False
+    try:
+        return (Path(a.path).resolve().parent / "__init__.py").is_file()
+    except (OSError, RuntimeError, ValueError):
+        return False
+
+
+def _assigned_in_other_modules(a: Analysis, cls: ClassInfo, attr: str) -> bool:
+    """A method of a base class in another module of the project assigns ``self.attr`` (the
+    project index; ``fix`` runs without one, so it is made here for a file on disk)."""
+    if cls.in_function is not None or a.module_classes.get(cls.name) is not cls:
+        return False
+    try:
+        ix = a.index
+        if ix is None:
+            if not a.path or a.path.startswith("<") or not Path(a.path).is_file():
+                return False
+            from flake8_forksafe.index import index_for
+
+            ix = index_for(a.path, a.knowledge, use_cache=False)
+        mod = ix.module_for(a.path)[0]
+        chain, _ = ix.base_chain(f"{mod}.{cls.name}" if mod else cls.name)
+    except (OSError, ValueError, RecursionError):
+        return False
+    for ref in chain[1:]:
+        if ref.qname.rpartition(".")[0] == mod:
+            continue  # same file: seen in the syntax tree
+        for m in ref.summary.methods.values():
+            if any(x.attr == attr for x in m.assigns):
+                return True
+    return False
+
+
+def _reads_attr_besides(
+    fns: Sequence[FuncInfo], attr: str, derived: Sequence[Tuple[FuncInfo, SelfAssign]]
+) -> bool:
+    """Some function reads ``self.attr`` other than in the ``derived`` assignments that the fix
+    removes, or reads one of the derived attributes (now properties reading ``self.attr``)."""
+    if not derived:
+        return reads_attr(fns, attr)
+    n = sum(loads(f).reads.get(attr, 0) for f in fns if f.self_name)
+    for dfn, d in derived:
+        if any(f is dfn for f in fns) and d.value is not None and dfn.self_name:
+            v = SelfAttrNodes(dfn.self_name, attr)
+            d.value.visit(v)
+            n -= len(v.nodes)
+    return n > 0 or any(reads_attr(fns, d.attr) for _, d in derived)
+
+
+def _inits_reading(
+    a: Analysis, owner: ClassInfo, attr: str, derived: Sequence[Tuple[FuncInfo, SelfAssign]] = ()
+) -> List[FuncInfo]:
+    """The ``__init__`` methods (of ``owner`` and its same-file subclasses) whose own code reads
+    ``self.attr``: code an ``__init__`` reaches through another listed ``__init__`` (``super()``)
+    is that one's, which closes the handle at its own end."""
+    cands: List[Tuple[FuncInfo, List[FuncInfo]]] = []
+    for c in a.classes:
+        init = c.methods.get("__init__")
+        if init is None or owner not in a.mro(c) or not isinstance(init.node.body, cst.IndentedBlock):
+            continue
+        cands.append((init, a.closure(c, [init])))
+    out = []
+    for init, reach in cands:
+        inner = set()
+        for other, other_reach in cands:
+            if other is not init and other in reach:
+                inner |= {id(f) for f in other_reach}
+        if _reads_attr_besides([f for f in reach if id(f) not in inner], attr, derived):
+            out.append(init)
+    return out
+
+
+def _split_args(module: cst.Module, plan: LazyPlan) -> Tuple[List[str], List[str], List[str]]:
+    """(stored positional sources, stored keyword sources, the call's new argument sources)."""
+    code = module.code_for_node
+    args = list(plan.call.args)
+    names = plan.names
+    pos = [x for x in args if x.keyword is None and x.star != "**"]
+    kws = [x for x in args if x.keyword is not None or x.star == "**"]
+    var_pos = [i for i, x in enumerate(pos) if x.star == "*" or not is_constant(x.value)]
+    if var_pos and var_pos != list(range(var_pos[0], var_pos[-1] + 1)):
+        var_pos = list(range(var_pos[0], var_pos[-1] + 1))
+    stored_pos = [("*" if pos[i].star == "*" else "") + code(pos[i].value) for i in var_pos]
+    stored_kw = []
+    new_args: List[str] = []
+    for i, x in enumerate(pos):
+        if var_pos and i == var_pos[0]:
+            new_args.append(f"*self.{names.args}")
+        elif i not in var_pos:
+            new_args.append(code(x.value))
+    kept_kw = []
+    for x in kws:
+        if x.star == "**":
+            stored_kw.append("**" + code(x.value))
+        elif is_constant(x.value):
+            kept_kw.append(f"{x.keyword.value}={code(x.value)}")  # type: ignore[union-attr]
+        else:
+            stored_kw.append(f"{x.keyword.value}={code(x.value)}")  # type: ignore[union-attr]
+    new_args += kept_kw
+    if stored_kw:
+        new_args.append(f"**self.{names.kwargs}")
+    return stored_pos, stored_kw, new_args
+
+
+def _init_lines(
+    module: cst.Module, plan: LazyPlan, stored_pos: List[str], stored_kw: List[str], width: int = 88
+) -> List[str]:
+    n = plan.names
+    me = plan.fn.self_name
+    ind = module.default_indent
+    room = width - 2 * len(ind)  # an __init__'s body
+    out = []
+    if stored_pos:
+        one = f"{me}.{n.args} = ({', '.join(stored_pos)}{',' if len(stored_pos) == 1 else ''})"
+        if len(one) > room:
+            one = f"{me}.{n.args} = (\n" + "".join(f"{ind}{x},\n" for x in stored_pos) + ")"
+        out.append(one)
+    if stored_kw:
+        out.append("\n".join(_call_lines(f"{me}.{n.kwargs} = dict", stored_kw, ind, room)))
+    if not out:
+        out.append(f"{me}.{n.state} = {me}.{n.pid} = None")
+    elif plan.setter:  # an earlier assignment through the setter must not hide this handle
+        out.append(f"{me}.{n.pid} = None")
+    return out
+
+
+def _call_lines(head: str, args: List[str], ind: str, room: int) -> List[str]:
+    """``head(args)`` on one line when it fits in ``room`` columns, else the arguments on one
+    indented line, else one argument a line with a trailing comma (black's and ruff's layout)."""
+    one = f"{head}({', '.join(args)})"
+    if len(one) <= room or not args:
+        return [one]
+    if len(ind) + len(", ".join(args)) <= room:  # the arguments on a line of their own, as black does
+        return [f"{head}(", f"{ind}{', '.join(args)}", ")"]
+    return [f"{head}("] + [f"{ind}{x}," for x in args] + [")"]
+
+
+def _members(module: cst.Module, plan: LazyPlan, new_args: List[str], width: int) -> List[str]:
+    n = plan.names
+    ind = module.default_indent
+    nl = "\n"
+    func = module.code_for_node(plan.call.func)
+    call = _call_lines(f"self.{n.state} = {func}", new_args, ind, width - 3 * len(ind))
+    imp = module.code_for_node(plan.import_stmt) if plan.import_stmt is not None else None
+    body = [f'if getattr(self, "{n.pid}", None) != os.getpid():']
+    if plan.close and plan.close_in:
+        body.append(f"{ind}self.{n.close}()")
+    elif plan.close:  # a handle inherited through fork is closed before reopening
+        body += [f'{ind}if getattr(self, "{n.state}", None) is not None:', f"{ind * 2}self.{n.state}.{plan.close}()"]
+    if imp:
+        body.append(f"{ind}{imp}")
+    body += [f"{ind}{x}" for x in call] + [f"{ind}self.{n.pid} = os.getpid()", f"return self.{n.state}"]
+    kind = "handle" if plan.close else "object"
+    head = f"# forksafe: one {plan.what} {kind} per process (PID-checked), not pickled{nl}"
+    if len(head) + len(ind) > width + 1:
+        head = f"# forksafe: one {kind} per process, not pickled{nl}"
+    prop = f"{head}@property{nl}def {plan.attr}(self):{nl}" + "".join(f"{ind}{x}{nl}" for x in body)
+    out = [prop]
+    if plan.setter:
+        out.append(
+            f"@{plan.attr}.setter{nl}def {plan.attr}(self, value):{nl}"
+            f"{ind}self.{n.state}, self.{n.pid} = value, os.getpid(){nl}"
+        )
+    if plan.close and plan.close_in:
+        close_body = [
+            f'if getattr(self, "{n.state}", None) is not None:',
+            f"{ind}self.{n.state}.{plan.close}()",
+            f"self.{n.state} = self.{n.pid} = None",
+        ]
+        out.append(f"def {n.close}(self):{nl}" + "".join(f"{ind}{x}{nl}" for x in close_body))
+    for d in plan.derived:
+        assert d.sa.value is not None
+        body = [f"# {c.value.lstrip('#').strip()}" for c in line_comments(d.line)]
+        expr = d.sa.value
+        if d.key is not None:
+            expr = expr.deep_replace(d.key, cst.parse_expression(f"self.{d.key_name}"))
+        value = module.code_for_node(expr)
+        if d.cached:  # once per handle: the handle of another process, or a reopened one, makes a new one
+            state, of = d.cache_names
+            body += [
+                f'if getattr(self, "{of}", None) is not self.{plan.attr}:',
+                f"{ind}self.{of}, self.{state} = self.{plan.attr}, {value}",
+                f"return self.{state}",
+            ]
+        else:
+            body.append(f"return {value}")
+        out.append(f"@property{nl}def {d.sa.attr}(self):{nl}" + "".join(f"{ind}{x}{nl}" for x in body))
+    return out
+
+
+class _LazyTransformer(ClassRewrite):
+    getstate_doc = ""  # the property's comment names the pattern
+
+    def __init__(self, a: Analysis, plans: Sequence[LazyPlan]) -> None:
+        module = a.module
+        super().__init__(module)
+        self.a = a
+        self.width = line_length(a.path)
+        self.plans = list(plans)
+        self.by_line: Dict[int, List[LazyPlan]] = {}
+        self.removed: Set[int] = set()  # derived lines that became properties
+        self.keys: Dict[int, DerivedProp] = {}  # derived lines that keep only their computed key
+        for p in self.plans:
+            self.by_line.setdefault(id(p.line), []).append(p)
+            self.removed |= {id(d.line) for d in p.derived if d.key is None}
+            self.keys.update({id(d.line): d for d in p.derived if d.key is not None})
+        self.closes: Dict[int, List[str]] = {}  # __init__ node -> close calls to append
+        self.self_name: Dict[int, str] = {}
+        self.new_args: Dict[int, Tuple[List[str], List[str], List[str]]] = {}
+        adders = [p.owner for p in self.plans if p.add_getstate]
+        for p in self.plans:
+            split = _split_args(module, p)
+            self.new_args[id(p)] = split
+            n = p.names
+            self.members.setdefault(id(p.owner.node), []).extend(_members(module, p, split[2], self.width))
+            for init in p.close_in:
+                calls = self.closes.setdefault(id(init.node), [])
+                if n.close not in calls:
+                    calls.append(n.close)
+                self.self_name[id(init.node)] = init.self_name or "self"
+            home = getstate_home(self.a, p.owner, adders) if p.add_getstate else None
+            ops = [("pop", n.state), ("pop", n.pid)]
+            ops += [("pop", x) for d in p.derived if d.cached for x in reversed(d.cache_names)]
+            self.add_resets(p.extend, ops, home)
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> Union[cst.BaseStatement, cst.FlattenSentinel[cst.BaseStatement], cst.RemovalSentinel]:
+        if id(original_node) in self.removed:
+            return cst.RemovalSentinel.REMOVE
+        d = self.keys.get(id(original_node))
+        if d is not None:
+            assert d.key is not None
+            keep = small_statement(f"self.{d.key_name} = {self.module.code_for_node(d.key)}", self.module)
+            return updated_node.with_changes(body=[keep])
+        plans = self.by_line.get(id(original_node))
+        if not plans:
+            return updated_node
+        smalls: List[cst.BaseSmallStatement] = []
+        comments: List[cst.EmptyLine] = []  # comments inside the rewritten call move above it
+        for orig, upd in zip(original_node.body, updated_node.body):
+            plan = next((p for p in plans if p.small is orig), None)
+            if plan is None:
+                smalls.append(upd)
+                continue
+            stored_pos, stored_kw, _ = self.new_args[id(plan)]
+            srcs = _init_lines(self.module, plan, stored_pos, stored_kw, self.width)
+            smalls += [small_statement(c, self.module) for c in srcs]
+            comments += comments_in(plan.call)
+        if len(original_node.body) == 1:
+            lines = [cst.SimpleStatementLine(body=[s]) for s in smalls]
+            lines[0] = lines[0].with_changes(leading_lines=[*updated_node.leading_lines, *comments])
+            lines[-1] = lines[-1].with_changes(trailing_whitespace=updated_node.trailing_whitespace)
+            return cst.FlattenSentinel(lines)
+        smalls = [s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT) for s in smalls]
+        return updated_node.with_changes(body=smalls, leading_lines=[*updated_node.leading_lines, *comments])
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        key = id(original_node)
+        updated_node = super().leave_FunctionDef(original_node, updated_node)
+        if key in self.closes:
+            me = self.self_name[key]
+            new = [
+                statement(f"{me}.{c}()  # each process reopens it on first use", self.module) for c in self.closes[key]
+            ]
+            updated_node = updated_node.with_changes(body=append_before_return(updated_node.body, new))
+        return updated_node
+
+
+def apply_lazy(a: Analysis, plans: Sequence[LazyPlan]) -> cst.Module:
+    """Rewrite every planned attribute into a per-process lazy one."""
+    if not plans:
+        return a.module
+    module = a.module.visit(_LazyTransformer(a, plans))
+    return ensure_imports(module, ["os"])

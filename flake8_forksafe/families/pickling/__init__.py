@@ -1,0 +1,1 @@
+"""The pickling hazard family: its facts and its fixes."""

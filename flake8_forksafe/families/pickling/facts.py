@@ -1,0 +1,478 @@
+"""Facts of the pickling family (FRK201, FRK202): where a callable ends up pickled for spawn/forkserver
+workers ("sinks": stored on a dataset instance, passed into a dataset constructor, given to a DataLoader
+as ``collate_fn``/``worker_init_fn``/...), and which lambdas, local functions and local classes an
+expression keeps (``Keeper``)."""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+
+from flake8_forksafe.analysis import (
+    CONTAINER_METHODS,
+    Analysis,
+    CallSite,
+    ClassInfo,
+    FuncInfo,
+    LoaderCall,
+    dotted,
+    no_worker_processes,
+    param_default,
+    string_value,
+)
+
+
+# DataLoader parameters that take a callable or an object, with their positional index.
+LOADER_CALLABLES = (("sampler", 3), ("batch_sampler", 4), ("collate_fn", 6), ("worker_init_fn", 10))
+
+
+SPAWN_HINT = "spawn/forkserver workers cannot pickle it (it only works under fork)"
+
+
+@dataclass
+class Leaf:
+    kind: str  # "lambda", "def" (a local function), "class" (a local class, or an instance of one)
+    node: cst.CSTNode  # the Lambda, FunctionDef or ClassDef
+    hint: str  # a name describing where it is used (attribute, keyword, variable)
+    in_lambda_call: bool  # wrapped in transforms.Lambda(...)
+
+
+_LOCAL_INDEX: "weakref.WeakKeyDictionary[Analysis, Dict[Tuple[int, str], object]]" = weakref.WeakKeyDictionary()
+
+
+def _local_index(a: Analysis) -> Dict[Tuple[int, str], object]:
+    """(id of the enclosing FuncInfo, name) -> the function or class defined directly inside it."""
+    index = _LOCAL_INDEX.get(a)
+    if index is None:
+        index = {}
+        for c in a.classes:
+            if c.in_function is not None:
+                index.setdefault((id(c.in_function), c.name), c)
+        for n in a.nested_functions:
+            if n.cls is None and n.parent is not None:
+                index[(id(n.parent), n.name)] = n  # a def wins over a class of the same name
+        _LOCAL_INDEX[a] = index
+    return index
+
+
+def local_definition(a: Analysis, name: str, scope: Optional[FuncInfo]):
+    """The FuncInfo / ClassInfo of a function or class named ``name`` defined inside a function that
+    encloses ``scope`` (innermost first), or None."""
+    if scope is None:
+        return None
+    index = _local_index(a)
+    if not index:
+        return None
+    f = scope
+    while f is not None:
+        hit = index.get((id(f), name))
+        if hit is not None:
+            return hit
+        f = f.parent
+    return None
+
+
+class Keeper:
+    """Finds the lambdas, local functions and local classes whose objects an expression keeps:
+    through containers, calls that wrap their arguments (``transforms.Lambda``, ``Compose``,
+    ``functools.partial``, ``defaultdict``...), conditional expressions and local variables or
+    parameter defaults. Lambdas given to transient calls (``sorted(key=...)``, ``map``, ``filter``...)
+    and immediately called lambdas are not kept."""
+
+    MAX_DEPTH = 8
+
+    def __init__(self, a: Analysis) -> None:
+        self.a = a
+        self.functions, self.methods = a.knowledge.transient_functions, a.knowledge.transient_methods
+
+    def leaves(self, expr: cst.BaseExpression, scope: Optional[FuncInfo], hint: str) -> List[Leaf]:
+        out: List[Leaf] = []
+        self._walk(expr, scope, hint, False, 0, set(), out)
+        return out
+
+    def is_transient(self, call: cst.Call) -> bool:
+        q = self.a.qualify(call.func)
+        if q is not None and q in self.functions:
+            return True
+        f = call.func
+        if not isinstance(f, cst.Attribute):
+            return False
+        if f.attr.value in self.methods:
+            return True
+        # A lower-case method of an object (not a module: `functools.partial`, `np.vectorize` and
+        # classes such as `T.Lambda` keep their argument) returns a value computed with the lambda:
+        # `self.first = self.transform.get_index_of_first(lambda t: ...)`.
+        recv = f.value
+        on_module = isinstance(recv, cst.Name) and self.a.is_module_alias(recv.value)
+        return not on_module and f.attr.value[:1].islower()
+
+    def _walk(self, e, scope, hint, lam, depth, seen: Set[int], out: List[Leaf]) -> None:
+        if e is None or depth > self.MAX_DEPTH or id(e) in seen:
+            return
+        seen.add(id(e))
+        go = functools.partial(self._walk, depth=depth + 1, seen=seen, out=out)
+        if isinstance(e, cst.Lambda):
+            out.append(Leaf("lambda", e, hint, lam))
+        elif isinstance(e, cst.Name):
+            self._name(e.value, scope, lam, depth, seen, out)
+        elif isinstance(e, cst.Call):
+            if isinstance(e.func, cst.Lambda) or self.is_transient(e):
+                return
+            if isinstance(e.func, cst.Name):
+                d = local_definition(self.a, e.func.value, scope)
+                if isinstance(d, ClassInfo):  # an instance of a local class
+                    out.append(Leaf("class", d.node, d.name, False))
+            wrap = (dotted(e.func) or "").rsplit(".", 1)[-1] == "Lambda"
+            for arg in e.args:
+                go(arg.value, scope, arg.keyword.value if arg.keyword is not None else hint, lam or wrap)
+        elif isinstance(e, (cst.List, cst.Tuple, cst.Set)):
+            for el in e.elements:
+                go(el.value, scope, hint, lam)
+        elif isinstance(e, cst.Dict):
+            for el in e.elements:
+                key = string_value(el.key) if isinstance(el, cst.DictElement) else None
+                go(el.value, scope, key if key and key.isidentifier() else hint, lam)
+        elif isinstance(e, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            go(e.elt, scope, hint, lam)
+        elif isinstance(e, cst.DictComp):
+            go(e.value, scope, hint, lam)
+        elif isinstance(e, cst.IfExp):
+            go(e.body, scope, hint, lam)
+            go(e.orelse, scope, hint, lam)
+        elif isinstance(e, cst.BooleanOperation):
+            go(e.left, scope, hint, lam)
+            go(e.right, scope, hint, lam)
+        elif isinstance(e, cst.Subscript):
+            go(e.value, scope, hint, lam)
+        elif isinstance(e, cst.NamedExpr):
+            go(e.value, scope, hint, lam)
+        elif isinstance(e, cst.Attribute) and scope is not None:
+            for fn, value in self._stored(e, scope):
+                go(value, fn, e.attr.value, lam)
+
+    def _stored(self, e: cst.Attribute, scope: FuncInfo) -> List[Tuple[FuncInfo, cst.BaseExpression]]:
+        """What ``self.<attr>`` (read in ``scope``) was set to in any method of its class, its
+        same-file bases or the same-file classes derived from it: ``self.collate_fn = lambda b: ...``
+        in ``__init__``, passed as ``collate_fn=self.collate_fn`` from another method; a container
+        filled in one method (``self.fns[k] = fn``) and read in another."""
+        f = scope
+        while f is not None and f.cls is None:
+            f = f.parent  # a nested function reading the method's self
+        if f is None or not f.self_name or not (isinstance(e.value, cst.Name) and e.value.value == f.self_name):
+            return []
+        cls = f.cls
+        classes = list(self.a.mro(cls)) + [c for c in self.a.classes if c is not cls and cls in self.a.mro(c)]
+        out = []
+        for c in classes:
+            for m in c.methods.values():
+                for fn in [m] + list(m.nested):
+                    for sa in fn.self_assigns:
+                        if sa.attr == e.attr.value and sa.kind != "del" and sa.value is not None and sa.value is not e:
+                            out.append((fn, sa.value))
+        return out
+
+    def _name(self, name, scope, lam, depth, seen, out) -> None:
+        d = local_definition(self.a, name, scope)
+        if isinstance(d, FuncInfo):
+            out.append(Leaf("def", d.node, name, lam))
+            return
+        if isinstance(d, ClassInfo):
+            out.append(Leaf("class", d.node, name, lam))
+            return
+        go = functools.partial(self._walk, depth=depth + 1, seen=seen, out=out)
+        f = scope
+        while f is not None:
+            if name in f.local_assigns:
+                for v in f.local_assigns[name]:
+                    go(v, f, name, lam)
+                # a local container filled before it is stored: `ops.append(lambda ...)`
+                for site in f.calls:
+                    fn = site.node.func
+                    if (
+                        isinstance(fn, cst.Attribute)
+                        and fn.attr.value in CONTAINER_METHODS
+                        and isinstance(fn.value, cst.Name)
+                        and fn.value.value == name
+                    ):
+                        for arg in site.node.args:
+                            go(arg.value, f, name, lam)
+                return
+            if name in f.params:
+                default = param_default(f, name)
+                if default is not None:
+                    go(default, f.parent, name, lam)  # defaults are evaluated outside the function
+                return
+            f = f.parent
+        for v in self.a.module_assigns.get(name, ()):
+            go(v, None, name, lam)
+
+
+@dataclass
+class Sink:
+    what: str  # "stored on dataset DS (self.transform)", for messages
+    exempt: bool  # every loader it reaches has num_workers=0
+    leaves: List[Leaf]
+
+
+def qualname(fn: Optional[FuncInfo]) -> str:
+    """``build.<locals>.DS.__init__``, as pickle names local objects."""
+    parts: List[str] = []
+    f = fn
+    while f is not None:
+        parts.append(f"{f.cls.name}.{f.name}" if f.cls is not None else f.name)
+        f = f.parent
+    return ".<locals>.".join(reversed(parts))
+
+
+def top_of(a: Analysis, fn: Optional[FuncInfo], stmt: Optional[cst.CSTNode] = None) -> Optional[cst.CSTNode]:
+    """The module-level statement that probably holds code of ``fn`` (or, at module level, ``stmt``):
+    a hint that spares walking the whole module."""
+    if fn is not None:
+        while fn.parent is not None:
+            fn = fn.parent
+        return fn.node if fn.cls is None else fn.cls.node
+    for top in a.module.body:
+        if top is stmt or (isinstance(top, cst.SimpleStatementLine) and any(x is stmt for x in top.body)):
+            return top
+    return None
+
+
+def lambda_tops(a: Analysis) -> Dict[int, cst.CSTNode]:
+    out = {}
+    for lam, fn, stmt in a.lambdas:
+        top = top_of(a, fn, stmt) if fn is not None else None
+        if top is not None:
+            out[id(lam)] = top
+    return out
+
+
+def loader_sites(a: Analysis) -> List[LoaderCall]:
+    """Every DataLoader call, and the ``super().__init__(...)`` of DataLoader subclasses."""
+    out = list(a.loader_calls)
+    classes = a.loader_classes
+    for site in a.calls:
+        fn = site.func
+        if fn is not None and fn.cls is not None and fn.cls in classes and is_super_init(site.node):
+            out.append(LoaderCall(a, site))
+    return out
+
+
+def is_super_init(call: cst.Call) -> bool:
+    f = call.func
+    return (
+        isinstance(f, cst.Attribute)
+        and f.attr.value == "__init__"
+        and isinstance(f.value, cst.Call)
+        and dotted(f.value.func) == "super"
+    )
+
+
+def _base_init_class(a: Analysis, site: CallSite) -> Optional[ClassInfo]:
+    """The dataset class whose base constructor ``super().__init__(...)`` / ``Base.__init__(self, ...)``
+    calls, when ``site`` is one inside a dataset class."""
+    fn = site.func
+    cls = a.owner_class(fn)
+    if cls is None or cls not in a.dataset_classes:
+        return None
+    f = site.node.func
+    if is_super_init(site.node):
+        return cls
+    if isinstance(f, cst.Attribute) and f.attr.value == "__init__" and isinstance(f.value, cst.Name):
+        base = a.class_named(f.value.value)
+        if base is not None and base in a.dataset_classes:
+            return cls
+    return None
+
+
+def _used_only_args(a: Analysis, site: CallSite, base: Optional[ClassInfo]) -> FrozenSet[str]:
+    """Constructor arguments that the class receiving them only uses (a library model's ``transient``):
+    ``ImageFolder(is_valid_file=...)``, or a same-file subclass with no ``__init__`` of its own below
+    the library base (``super().__init__(..., is_valid_file=...)`` included)."""
+    if base is None:
+        cls = a.module_classes.get(site.qname or "")
+        if cls is None or a.resolve_method(cls, "__init__") is not None:
+            return a.transient_args(site.qname)
+        return a.transient_args(None, cls)
+    if a.resolve_method(base, "__init__", after=base) is not None:
+        return frozenset()  # a same-file base's __init__ receives them: what it keeps is known there
+    return a.transient_args(None, base)
+
+
+def dataset_constructor(a: Analysis, site: CallSite) -> Optional[str]:
+    """The name of the dataset class ``site`` constructs (same-file dataset classes, classes of
+    ``dataset_modules`` such as ``torchvision.datasets``, dataset base names), or None."""
+    f = site.node.func
+    if isinstance(f, cst.Name):
+        d = local_definition(a, f.value, site.func)
+        if isinstance(d, ClassInfo):
+            return d.name if d in a.dataset_classes else None
+        c = a.module_classes.get(f.value)
+        if c is not None:
+            return c.name if c in a.dataset_classes else None
+    q = site.qname
+    if not q:
+        return None
+    last = q.rsplit(".", 1)[-1]
+    if last[:1].isupper() and any(q.startswith(m + ".") for m in a.knowledge.dataset_modules):
+        return last
+    if a._is_dataset_base_name(q):
+        return last
+    return None
+
+
+class Sinks:
+    """Where objects get pickled for worker processes, with what each keeps."""
+
+    def __init__(self, a: Analysis, loader_args: Sequence[str]) -> None:
+        self.a = a
+        self.keeper = Keeper(a)
+        self.loader_args = loader_args
+
+    def __iter__(self) -> Iterator[Sink]:
+        yield from self.dataset_attributes()
+        yield from self.loader_arguments()
+        yield from self.constructor_arguments()
+
+    def dataset_attributes(self) -> Iterator[Sink]:
+        """``self.x = ...`` (or a container on self) in a dataset's methods, except methods that only
+        run inside workers and ``__setstate__`` (a lambda created there is never pickled)."""
+        a = self.a
+        found: Dict[int, Tuple[FuncInfo, str, List[ClassInfo], List[Leaf]]] = {}
+        for cls in a.dataset_classes:
+            worker = {id(f) for f in a.worker_side(cls)}
+            parent = {id(f) for f in a.parent_side(cls)}
+            for fn in a.class_functions(cls):
+                if (id(fn) in worker and id(fn) not in parent) or fn.name == "__setstate__":
+                    continue  # runs in the worker (after unpickling): never pickled again
+                for sa in fn.self_assigns:
+                    if sa.kind == "del" or sa.value is None:
+                        continue
+                    key = id(sa)
+                    if key not in found:
+                        found[key] = (fn, sa.attr, [], self.keeper.leaves(sa.value, fn, sa.attr))
+                    found[key][2].append(cls)
+        for fn, attr, classes, leaves in found.values():
+            if not leaves:
+                continue
+            owner = fn.cls.name if fn.cls is not None else classes[0].name
+            yield Sink(
+                f"stored on dataset {owner} (self.{attr})",
+                all(no_worker_processes(a, c) for c in classes),
+                leaves,
+            )
+
+    def loader_arguments(self) -> Iterator[Sink]:
+        for lc in loader_sites(self.a):
+            if lc.workers == "zero":
+                continue
+            for kw, index in LOADER_CALLABLES:
+                if kw not in self.loader_args:
+                    continue
+                value = lc.arg(kw, index)
+                if value is None:
+                    continue
+                leaves = self.keeper.leaves(value, lc.site.func, kw)
+                if leaves:
+                    yield Sink(f"passed as {kw} to a DataLoader whose num_workers is not 0", False, leaves)
+
+    def constructor_arguments(self) -> Iterator[Sink]:
+        a = self.a
+        for site in a.calls:
+            base = _base_init_class(a, site)
+            name = dataset_constructor(a, site) if base is None else None
+            if base is None and name is None:
+                continue
+            leaves: List[Leaf] = []
+            default_hint = (name or base.name).lower()
+            # arguments a library model says the class only uses while constructing (is_valid_file)
+            used_only = _used_only_args(a, site, base)
+            for arg in site.node.args:
+                if arg.keyword is not None and arg.keyword.value in used_only:
+                    continue
+                hint = arg.keyword.value if arg.keyword is not None else default_hint
+                leaves += self.keeper.leaves(arg.value, site.func, hint)
+            if not leaves:
+                continue
+            if base is not None:
+                yield Sink(f"passed to the base constructor of dataset {base.name}", no_worker_processes(a, base), leaves)
+            else:
+                yield Sink(f"passed to the dataset constructor {name}()", self.call_exempt(site), leaves)
+
+    def call_exempt(self, site: CallSite) -> bool:
+        """The dataset built by ``site`` reaches only loaders with num_workers=0."""
+        a = self.a
+        if a.all_loaders_zero:
+            return True
+        mine = [lc for lc in a.loader_calls if self._flows_into(site, lc)]
+        return bool(mine) and all(lc.workers == "zero" for lc in mine)
+
+    def _flows_into(self, site: CallSite, lc: LoaderCall) -> bool:
+        ds = lc.arg("dataset", 0)
+        if ds is site.node:
+            return True
+        if isinstance(ds, cst.Name):
+            return any(v is site.node for v in self.a.local_values(ds.value, lc.site.func))
+        return False
+
+    def attribute_stores(self) -> Iterator[Sink]:
+        """``ds.transform = lambda ...`` on a local dataset object (lambdas only: the analysis records
+        the statement around each lambda)."""
+        a = self.a
+        done: Set[int] = set()
+        for lam, fn, stmt in a.lambdas:
+            if not isinstance(stmt, cst.Assign) or id(stmt) in done:
+                continue
+            done.add(id(stmt))
+            for t in stmt.targets:
+                tgt = t.target
+                if not (isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name)):
+                    continue
+                var = tgt.value.value
+                if fn is not None and var == fn.self_name:
+                    continue  # self.x = ...: dataset_attributes
+                calls = [v for v in a.local_values(var, fn) if isinstance(v, cst.Call)]
+                sites = [s for s in a.calls if any(s.node is c for c in calls)]
+                ctor = [s for s in sites if dataset_constructor(a, s)]
+                if not ctor:
+                    continue
+                leaves = self.keeper.leaves(stmt.value, fn, tgt.attr.value)
+                if leaves:
+                    yield Sink(
+                        f"stored on dataset object {var}.{tgt.attr.value}",
+                        all(self.call_exempt(s) for s in ctor),
+                        leaves,
+                    )
+
+
+def collect(a: Analysis, kinds: Sequence[str], loader_args: Sequence[str], extra=()) -> List[Tuple[Leaf, str]]:
+    """(leaf, where) for every kept leaf of the given kinds that reaches a non-exempt sink; one per
+    node, the first sink in source-independent but stable order giving the message."""
+    sinks = Sinks(a, loader_args)
+    out: Dict[int, Tuple[Leaf, str]] = {}
+    streams = [iter(sinks)] + [getattr(sinks, e)() for e in extra]
+    for stream in streams:
+        for sink in stream:
+            if sink.exempt:
+                continue
+            for leaf in sink.leaves:
+                if leaf.kind in kinds and id(leaf.node) not in out:
+                    out[id(leaf.node)] = (leaf, sink.what)
+    return list(out.values())
+
+
+def is_dataset_base_expr(a: Analysis, expr: cst.BaseExpression, scope: Optional[FuncInfo], depth: int = 0) -> bool:
+    if isinstance(expr, cst.Name):
+        d = local_definition(a, expr.value, scope) or a.module_classes.get(expr.value)
+        if isinstance(d, ClassInfo):
+            return d in a.dataset_classes
+        if depth < 4 and expr.value not in a.aliases:
+            # a parameter's default (`def make(name, base=Dataset)`) or a variable bound to a base
+            default = param_default(scope, expr.value)
+            values = [default] if default is not None else a.local_values(expr.value, scope)
+            if any(is_dataset_base_expr(a, v, scope, depth + 1) for v in values):
+                return True
+    return a._is_dataset_base_name(a.qualify(expr))

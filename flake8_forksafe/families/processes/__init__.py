@@ -1,0 +1,1 @@
+"""The processes hazard family: its facts and its fixes."""

@@ -1,0 +1,1 @@
+"""The rng hazard family: its facts and its fixes."""

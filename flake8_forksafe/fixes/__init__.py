@@ -1,1 +1,0 @@
-"""Fixes shared by several rules."""

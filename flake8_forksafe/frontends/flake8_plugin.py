@@ -1,0 +1,90 @@
+"""The flake8 plugin: ``flake8 --select FRK``. Same engine, same findings as ``forksafe check``.
+
+flake8 does the selection and ``noqa`` itself, so every rule runs here and no noqa filtering is done.
+The plugin takes flake8's ``lines`` (already read and decoded) and flake8's ``ast`` tree (already
+parsed for pyflakes), so the pre-filter parses nothing and the slicer takes the pre-filter's facts: only
+files that pass it reach libcst, reduced to the statements a finding can involve. The configuration is
+built once per process (``parse_options``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, List, Optional, Tuple
+
+from flake8_forksafe import __version__, prefilter
+from flake8_forksafe.config import Config
+from flake8_forksafe.engine import check_source, project_anchor
+from flake8_forksafe.model import SourceError
+
+
+class ForkSafeChecker:
+    name = "flake8-forksafe"
+    version = __version__
+    _config: Optional[Config] = None
+
+    def __init__(self, tree: Any = None, lines: Optional[List[str]] = None, filename: str = "stdin") -> None:
+        self.tree = tree
+        self.lines = lines or []
+        self.filename = filename
+
+    @classmethod
+    def add_options(cls, manager) -> None:
+        for opt, what in (
+            ("--forksafe-extra-handle-factories", "qualified names of extra handle factories (FRK1xx)"),
+            ("--forksafe-extra-dataset-bases", "qualified names of extra dataset base classes"),
+            ("--forksafe-extra-loaders", "qualified names of extra DataLoader classes"),
+        ):
+            manager.add_option(opt, default="", parse_from_config=True, comma_separated_list=True, help=what)
+        manager.extend_default_ignore(["FRK501"])  # a performance hint, off by default as in forksafe
+
+    @classmethod
+    def parse_options(cls, options) -> None:
+        from flake8_forksafe.checks import ALL_CODES
+
+        cls._config = Config(
+            select=ALL_CODES,  # every rule runs; flake8 applies select/ignore (FRK501 included)
+            extra_handle_factories=tuple(getattr(options, "forksafe_extra_handle_factories", None) or ()),
+            extra_dataset_bases=tuple(getattr(options, "forksafe_extra_dataset_bases", None) or ()),
+            extra_loaders=tuple(getattr(options, "forksafe_extra_loaders", None) or ()),
+        )
+
+    def run(self) -> Iterator[Tuple[int, int, str, type]]:
+        if self._config is None:
+            from flake8_forksafe.checks import ALL_CODES
+
+            ForkSafeChecker._config = Config(select=ALL_CODES)
+        config = self._config
+        text = "".join(self.lines)
+        index = None
+        if self.filename not in ("stdin", "-"):
+            from flake8_forksafe.index import index_for
+
+            index = index_for(self.filename, config.knowledge, use_cache=False)  # per process and project
+        verdict = None
+        if self.tree is None:
+            gate = prefilter.could_have_findings(text, config.knowledge)
+        elif not prefilter.text_gate(text, config.knowledge):
+            gate = False
+        else:  # the gate's facts from flake8's tree: the slicer takes them, nothing is parsed again
+            facts = prefilter.facts_of_tree(self.tree, config.knowledge)
+            gate = facts.could_have_findings()
+            verdict = prefilter.Gate(gate, facts, parsed=True)
+        if index is not None and self.tree is not None and "class " in text:
+            if gate or index.may_have_project_base(self.filename, text):  # from flake8's tree: no second parse
+                from pathlib import Path
+
+                index.summarise_file(Path(self.filename), tree=self.tree, data=text.encode("utf-8", "surrogatepass"))
+        if not gate and not project_anchor(index, self.filename, config, text):
+            return
+        try:
+            findings = check_source(
+                text, self.filename, config, prefilter=False, noqa=False, index=index, verdict=verdict if gate else None
+            )
+        except SourceError:
+            return  # flake8 reports E902/E999 for files it cannot read or parse
+        except RecursionError:
+            return
+        from flake8_forksafe.frontends.terminal import short_message
+
+        for f in findings:  # the short message, as `forksafe check` prints it; `forksafe explain` has the rest
+            yield f.line, f.col, f"{f.code} {short_message(f.message)}", type(self)

@@ -1,0 +1,566 @@
+"""``forksafe lsp``: a language server (pygls, stdio) with the same findings and fixes as ``forksafe``.
+
+What it does
+------------
+* Diagnostics on ``didOpen`` and ``didSave`` (at once) and on ``didChange`` (debounced: the document
+  is checked once it has been left alone for ``DEBOUNCE_S`` seconds). Each diagnostic has the rule
+  code, the message, the range of the reported node, ``source`` "forksafe" and a link to the rule's
+  documentation (``codeDescription.href``).
+* The configuration is ``[tool.flake8-forksafe]`` of the nearest ``pyproject.toml`` above the
+  document (re-read when that file changes). Documents the configuration excludes (``exclude`` /
+  ``extend-exclude``, and the default excludes: virtualenvs, ``site-packages``, build directories)
+  get no diagnostics, as in ``forksafe check`` on a directory. A configuration that cannot be read
+  is reported once as a warning and the defaults are used.
+* A document that does not parse (half-typed code) keeps its last diagnostics (republished, so the
+  editor's list does not flicker while typing); one that never parsed has none. Nothing the document
+  contains makes the server fail or send an error: internal errors are logged as one line.
+
+Code actions
+------------
+* ``quickfix`` "FRKxxx: <fix title>": the rule's automatic fix, computed by the same machinery as
+  ``forksafe fix`` (``fix_source`` restricted to that code), returned as one whole-document edit.
+  Rule fixes work on the whole module, so the action fixes every finding of that code in the
+  document. Unsafe fixes (fixes that can change behaviour, ``fix = "unsafe"`` in ``forksafe rules``)
+  are offered too, because the user picks them one by one, with "(unsafe)" at the end of the title
+  and never as the preferred action.
+* ``source.fixAll.forksafe`` "Fix all safe forksafe findings": ``forksafe fix`` on the document:
+  safe fixes only, unless the project sets ``unsafe-fixes = true`` (then the title says so).
+* ``quickfix`` "Suppress FRKxxx with # noqa": appends ``  # noqa: FRKxxx`` to the reported line
+  (two spaces, as PEP 8 / E261 want), or adds the code to the line's existing ``# noqa:`` list.
+  Offered only where the comment actually suppresses the finding (not after a line continuation
+  or inside a multi-line string).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from lsprotocol import types as T
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from flake8_forksafe import __version__
+from flake8_forksafe.config import Config, ConfigError, load_pyproject
+from flake8_forksafe.engine import check_source
+from flake8_forksafe.model import DOCS_URL, SAFE, UNSAFE, Finding, SourceError
+from flake8_forksafe.noqa import NOQA_INLINE
+
+DEBOUNCE_S = 0.3
+SOURCE = "forksafe"
+FIX_ALL_KIND = "source.fixAll.forksafe"
+FIX_ALL_TITLE = "Fix all safe forksafe findings"
+FIX_ALL_UNSAFE_TITLE = "Fix all forksafe findings (unsafe fixes included: unsafe-fixes = true)"
+
+log = logging.getLogger("flake8_forksafe.lsp")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str) -> List[str]:
+    """Lines as LSP counts them (``\\n``, ``\\r\\n`` and ``\\r`` end a line), without terminators."""
+    return _LINE_BREAK.split(text)
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
+# -------------------------------------------------------------------------------- configuration
+
+
+class Configs:
+    """``[tool.flake8-forksafe]`` of the nearest pyproject.toml, cached by path and mtime."""
+
+    def __init__(self) -> None:
+        self._cache: Dict[Tuple[str, int], Config] = {}
+        self.warned: set = set()
+        self.warnings: List[str] = []  # new warnings for the server to show (once each)
+
+    @staticmethod
+    def _pyproject(path: Optional[str]) -> Optional[Path]:
+        if not path:
+            return None
+        d = Path(path).parent
+        try:
+            while not d.is_dir() and d != d.parent:  # an unsaved file in a directory not made yet
+                d = d.parent
+            for candidate in (d, *d.parents):
+                p = candidate / "pyproject.toml"
+                if p.is_file():
+                    return p
+        except OSError:
+            return None
+        return None
+
+    def for_path(self, path: Optional[str]) -> Config:
+        pp = self._pyproject(path)
+        if pp is None:
+            return self._default()
+        try:
+            mtime = pp.stat().st_mtime_ns
+        except OSError:
+            return self._default()
+        key = (str(pp), mtime)
+        cfg = self._cache.get(key)
+        if cfg is None:
+            try:
+                cfg = load_pyproject(pp)
+            except Exception as exc:  # ConfigError: the user's; anything else: ours. Never fatal.
+                if key not in self.warned:
+                    self.warned.add(key)
+                    why = str(exc) if isinstance(exc, ConfigError) else f"{pp}: {_one_line(exc)}"
+                    self.warnings.append(f"forksafe: {' '.join(why.split())}; using the default configuration")
+                cfg = self._default()
+            self._cache = {k: v for k, v in self._cache.items() if k[0] != key[0]}
+            self._cache[key] = cfg
+        return cfg
+
+    def _default(self) -> Config:
+        cfg = self._cache.get(("", 0))
+        if cfg is None:
+            cfg = self._cache[("", 0)] = Config()
+        return cfg
+
+
+def excluded(path: Optional[str], cfg: Config, workspace_root: Optional[str] = None) -> bool:
+    """Whether the configuration's exclude patterns cover the document or a directory above it,
+    below the project root (the pyproject.toml's directory, else the workspace root): the files
+    ``forksafe check`` skips when it walks the project."""
+    if not path:
+        return False
+    from flake8_forksafe.frontends.files import _excluded
+
+    patterns = tuple(cfg.exclude) + tuple(cfg.extend_exclude)
+    if not patterns:
+        return False
+    try:
+        target = Path(os.path.abspath(path))
+        candidates = [Path(r).resolve() for r in (cfg.root, workspace_root) if r]
+    except (OSError, RuntimeError):
+        return False
+    root = next((r for r in candidates if r in target.parents), None)
+    if root is None:
+        return _excluded(target, patterns, target.parent)
+    chain = [target] + [d for d in target.parents if root in d.parents]
+    return any(_excluded(d, patterns, root) for d in chain)
+
+
+# ------------------------------------------------------------------------------------- checking
+
+
+def project_index(path: Optional[str], text: str, cfg: Config):
+    """The index of the document's project (one per project root for the server's life), with the
+    open document's own summary taken from its unsaved text."""
+    if not path or not path.endswith(".py") or not os.path.isfile(path):
+        return None  # an untitled buffer: the file alone
+    from flake8_forksafe.index import index_for
+
+    ix = index_for(path, cfg.knowledge, use_cache=False)
+    ix.update_text(path, text)
+    return ix
+
+
+def lint(text: str, path: str, cfg: Config) -> Tuple[Optional[List[Finding]], Optional[str]]:
+    """(findings, None); or (None, why) when the document cannot be checked as it is now: it does
+    not parse (half-typed code: not worth a message), or a check failed (an internal error)."""
+    try:
+        return check_source(text, path, cfg, index=project_index(path, text, cfg)), None
+    except SourceError:
+        return None, None
+    except RecursionError:
+        return None, None
+    except Exception as exc:  # a bug of ours must not cost the user the server
+        return None, f"forksafe: {path}: internal error ({_one_line(exc)}); please report it"
+
+
+def rule_of(code: str) -> Any:
+    from flake8_forksafe.checks import BY_CODE
+
+    return BY_CODE.get(code)
+
+
+class DocState:
+    """What the server knows of one open document."""
+
+    def __init__(self) -> None:
+        self.version: Optional[int] = None  # version of the text ``findings`` were computed for
+        self.text: Optional[str] = None
+        self.findings: Optional[List[Finding]] = None
+        self.published: List[T.Diagnostic] = []  # the last diagnostics of a document that parsed
+        self.pending: Optional[asyncio.Task] = None
+        self.fixes: Dict[Tuple[Any, ...], Any] = {}  # (version, ...) -> computed edits
+
+
+class ForkSafeServer(LanguageServer):
+    def __init__(self) -> None:
+        from flake8_forksafe.frontends.lsp_notebook import sync_options
+
+        super().__init__(
+            "forksafe",
+            __version__,
+            text_document_sync_kind=T.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=sync_options(),  # notebooks: lsp_notebook.py
+        )
+        self.docs: Dict[str, DocState] = {}
+        self.configs = Configs()
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="forksafe")
+        from flake8_forksafe.frontends.isolation import IsolatedLinter
+
+        self.isolated = IsolatedLinter()  # lints and fixes run in a child: a crash costs one run
+        self.crashed: Dict[str, int] = {}  # uri -> hash of the text whose analysis crashed
+
+    # Errors never reach the user as a pop-up with a traceback: one line in the log.
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        self.log_line(f"forksafe: internal error ({_one_line(error)})", T.MessageType.Warning)
+
+    def log_line(self, message: str, kind: T.MessageType = T.MessageType.Log) -> None:
+        try:
+            self.window_log_message(T.LogMessageParams(type=kind, message=message))
+        except Exception:  # the client is gone: nothing to tell
+            pass
+
+    def flush_config_warnings(self) -> None:
+        while self.configs.warnings:
+            msg = self.configs.warnings.pop(0)
+            self.log_line(msg, T.MessageType.Warning)
+            try:
+                self.window_show_message(T.ShowMessageParams(type=T.MessageType.Warning, message=msg))
+            except Exception:
+                pass
+
+    # -------------------------------------------------------------------------- documents
+
+    def doc_path(self, uri: str) -> Optional[str]:
+        return to_fs_path(uri)
+
+    def check_path(self, uri: str) -> str:
+        """The path given to the checks (rules look at the file name, e.g. ``__main__.py``)."""
+        path = self.doc_path(uri)
+        if path:
+            return path
+        return uri.rsplit("/", 1)[-1] or "untitled.py"
+
+    def config_path(self, uri: str) -> Optional[str]:
+        path = self.doc_path(uri)
+        if path:
+            return path
+        root = getattr(self.workspace, "root_path", None)
+        return os.path.join(root, "untitled.py") if root else None
+
+    def schedule(self, uri: str, delay: float) -> None:
+        state = self.docs.setdefault(uri, DocState())
+        if state.pending is not None and not state.pending.done():
+            state.pending.cancel()
+        state.pending = asyncio.ensure_future(self._lint_and_publish(uri, delay))
+
+    async def _lint_and_publish(self, uri: str, delay: float) -> None:
+        try:
+            if delay:
+                await asyncio.sleep(delay)
+            await self.refresh(uri)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.log_line(f"forksafe: {uri}: internal error ({_one_line(exc)}); diagnostics left as they were", T.MessageType.Warning)
+
+    async def findings_for(self, uri: str) -> Tuple[Optional[int], str, Optional[List[Finding]], Config]:
+        """(version, text, findings or None, config) of the document as it is now."""
+        doc = self.workspace.get_text_document(uri)
+        version, text = doc.version, doc.source
+        cfg = self.configs.for_path(self.config_path(uri))
+        self.flush_config_warnings()
+        if excluded(self.doc_path(uri), cfg, getattr(self.workspace, "root_path", None)):
+            return version, text, [], cfg
+        if self.doc_path(uri):
+            cfg = cfg.for_path(self.doc_path(uri))  # per-file-ignores (findings and fixes)
+        state = self.docs.setdefault(uri, DocState())
+        if state.text == text and state.findings is not None and state.version == version:
+            return version, text, state.findings, cfg
+        if self.crashed.get(uri) == hash(text):
+            return version, text, None, cfg  # not again until the text changes
+
+        def died(reason: str) -> Tuple[None, str]:
+            self.crashed[uri] = hash(text)
+            return None, f"forksafe: {self.check_path(uri)}: skipped: the analysis {reason}; not retried until the document changes"
+
+        found, problem = await self.isolated.run(died, lint, text, self.check_path(uri), cfg)
+        if problem:
+            self.log_line(problem, T.MessageType.Warning)
+        return version, text, found, cfg
+
+    async def refresh(self, uri: str) -> None:
+        if uri not in self.docs:
+            return  # closed meanwhile
+        version, text, found, _cfg = await self.findings_for(uri)
+        state = self.docs.get(uri)
+        if state is None:
+            return
+        doc = self.workspace.get_text_document(uri)
+        if doc.version != version or doc.source != text:
+            return  # edited while we were checking: the newer change brings its own check
+        if found is None:
+            lines = split_lines(text)
+            diagnostics = [d for d in state.published if d.range.start.line < len(lines)]
+        else:
+            if state.text != text:
+                state.fixes = {}
+            state.version, state.text, state.findings = version, text, found
+            diagnostics = [self.diagnostic(f, split_lines(text), doc) for f in found]
+            state.published = diagnostics
+        self.text_document_publish_diagnostics(
+            T.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics)
+        )
+
+    def position(self, lines: Sequence[str], line: int, col: int, doc: Any) -> T.Position:
+        """A 1-based line and a code-point column as an LSP position in the negotiated encoding."""
+        idx = min(max(line - 1, 0), max(len(lines) - 1, 0))
+        text = lines[idx] if lines else ""
+        return T.Position(line=idx, character=doc.position_codec.client_num_units(text[: max(col, 0)]))
+
+    def diagnostic(self, f: Finding, lines: Sequence[str], doc: Any) -> T.Diagnostic:
+        start = self.position(lines, f.line, f.col, doc)
+        if f.end_line > f.line or (f.end_line == f.line and f.end_col > f.col):
+            end = self.position(lines, f.end_line, f.end_col, doc)
+        else:
+            line_text = lines[start.line] if lines else ""
+            end = T.Position(line=start.line, character=doc.position_codec.client_num_units(line_text))
+        return T.Diagnostic(
+            range=T.Range(start=start, end=end),
+            message=f.message,
+            severity=T.DiagnosticSeverity.Warning,
+            code=f.code,
+            code_description=T.CodeDescription(href=DOCS_URL.format(code=f.code)),
+            source=SOURCE,
+            data={"fix": f.fix, "line": f.line, "col": f.col},
+        )
+
+    # ------------------------------------------------------------------------- code actions
+
+    async def code_actions(self, params: T.CodeActionParams) -> List[T.CodeAction]:
+        uri = params.text_document.uri
+        version, text, found, cfg = await self.findings_for(uri)
+        if not found:
+            return []
+        doc = self.workspace.get_text_document(uri)
+        lines = split_lines(text)
+        only = params.context.only
+
+        def wanted(kind: str) -> bool:
+            return not only or any(kind == o or kind.startswith(o + ".") for o in only)
+
+        context_keys = {
+            (d.code, d.range.start.line)
+            for d in params.context.diagnostics
+            if d.source == SOURCE and d.code is not None
+        }
+        rng = params.range
+
+        def in_scope(f: Finding) -> bool:
+            if (f.code, f.line - 1) in context_keys:
+                return True
+            last = max(f.end_line, f.line) - 1
+            return f.line - 1 <= rng.end.line and last >= rng.start.line
+
+        actions: List[T.CodeAction] = []
+        scoped = [f for f in found if in_scope(f)]
+        path = self.check_path(uri)
+        state = self.docs.setdefault(uri, DocState())
+
+        async def cached(key: Tuple[Any, ...], fn, *args):
+            key = (version, text) + key
+            if key not in state.fixes:
+                state.fixes[key] = await self.isolated.run(lambda why: None, fn, *args)
+            return state.fixes[key]
+
+        if wanted(T.CodeActionKind.QuickFix):
+            done = set()
+            for f in scoped:
+                if f.fix not in (SAFE, UNSAFE) or f.code in done:
+                    continue
+                done.add(f.code)
+                new = await cached(("fix", f.code), fixed_text, text, path, cfg, f.fix == UNSAFE, f.code)
+                if new is None:
+                    continue
+                rule = rule_of(f.code)
+                what = (getattr(rule, "fix_title", "") or getattr(rule, "name", "") or "apply the fix") if rule else "apply the fix"
+                title = f"{f.code}: {what}" + (" (unsafe)" if f.fix == UNSAFE else "")
+                actions.append(
+                    T.CodeAction(
+                        title=title,
+                        kind=T.CodeActionKind.QuickFix,
+                        diagnostics=[self.diagnostic(g, lines, doc) for g in found if g.code == f.code],  # all it fixes
+                        is_preferred=f.fix == SAFE,
+                        edit=self.whole_document_edit(uri, version, text, new, doc),
+                    )
+                )
+            seen = set()
+            for f in scoped:
+                if (f.line, f.code) in seen:
+                    continue
+                seen.add((f.line, f.code))
+                edit = await cached(("noqa", f.line, f.code), noqa_edit, text, path, cfg, f.line, f.code)
+                if edit is None:
+                    continue
+                line_idx, at, insert = edit
+                pos = T.Position(line=line_idx, character=doc.position_codec.client_num_units(lines[line_idx][:at]))
+                actions.append(
+                    T.CodeAction(
+                        title=f"Suppress {f.code} with # noqa",
+                        kind=T.CodeActionKind.QuickFix,
+                        diagnostics=[self.diagnostic(f, lines, doc)],
+                        edit=self.workspace_edit(uri, version, [T.TextEdit(range=T.Range(start=pos, end=pos), new_text=insert)]),
+                    )
+                )
+
+        if wanted(FIX_ALL_KIND) and any(f.fix == SAFE or (f.fix == UNSAFE and cfg.unsafe_fixes) for f in found):
+            new = await cached(("fixall",), fixed_text, text, path, cfg, False, None)
+            if new is not None:
+                actions.append(
+                    T.CodeAction(
+                        title=FIX_ALL_UNSAFE_TITLE if cfg.unsafe_fixes else FIX_ALL_TITLE,
+                        kind=FIX_ALL_KIND,
+                        edit=self.whole_document_edit(uri, version, text, new, doc),
+                    )
+                )
+        return actions
+
+    def whole_document_edit(self, uri: str, version: Optional[int], old: str, new: str, doc: Any) -> T.WorkspaceEdit:
+        lines = split_lines(old)
+        end = T.Position(line=len(lines) - 1, character=doc.position_codec.client_num_units(lines[-1]))
+        rng = T.Range(start=T.Position(line=0, character=0), end=end)
+        return self.workspace_edit(uri, version, [T.TextEdit(range=rng, new_text=new)])
+
+    def workspace_edit(self, uri: str, version: Optional[int], edits: List[T.TextEdit]) -> T.WorkspaceEdit:
+        caps = self.client_capabilities
+        ws = getattr(caps, "workspace", None)
+        we = getattr(ws, "workspace_edit", None) if ws else None
+        if we is not None and we.document_changes:
+            return T.WorkspaceEdit(
+                document_changes=[
+                    T.TextDocumentEdit(
+                        text_document=T.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                        edits=edits,
+                    )
+                ]
+            )
+        return T.WorkspaceEdit(changes={uri: edits})
+
+
+# ------------------------------------------------------------------------ fixes (pure functions)
+
+
+def fixed_text(text: str, path: str, cfg: Config, unsafe: bool, code: Optional[str]) -> Optional[str]:
+    """The document after ``forksafe fix`` (restricted to ``code`` when given); None when the fix
+    changes nothing, fails, or (for one code) does not remove any finding of that code."""
+    from flake8_forksafe.fix import fix_source
+
+    try:
+        result = fix_source(text, path, cfg, unsafe=unsafe, select=[code] if code else None)
+    except (SourceError, RecursionError):
+        return None
+    if not result.changed or result.errors:
+        return None
+    if code is not None and not any(f.code == code for f in result.fixed):
+        return None
+    return result.source if isinstance(result.source, str) else None
+
+
+def noqa_edit(text: str, path: str, cfg: Config, line: int, code: str) -> Optional[Tuple[int, int, str]]:
+    """(0-based line, code-point column, text to insert) that suppresses ``code`` on ``line``, or
+    None when no comment there would (checked by checking the edited document)."""
+    lines = split_lines(text)
+    if not 0 < line <= len(lines):
+        return None
+    line_text = lines[line - 1]
+    m = NOQA_INLINE.search(line_text)
+    if m is not None and m.group("codes"):
+        codes = m.group("codes")
+        at = m.start("codes") + len(codes.rstrip(", \t"))
+        insert = f", {code}"
+    elif m is not None:
+        return None  # a bare ``# noqa`` already suppresses everything on the line
+    else:
+        at = len(line_text.rstrip())
+        insert = f"  # noqa: {code}"
+    new_line = line_text[:at] + insert + line_text[at:]
+    # Rebuild the text with its own line endings.
+    parts = _LINE_BREAK.split(text)
+    seps = _LINE_BREAK.findall(text)
+    parts[line - 1] = new_line
+    new_text = "".join(p + (seps[i] if i < len(seps) else "") for i, p in enumerate(parts))
+    try:
+        after = check_source(new_text, path, cfg)
+    except (SourceError, RecursionError):
+        return None
+    if any(f.code == code and f.line == line for f in after):
+        return None
+    return line - 1, at, insert
+
+
+# ------------------------------------------------------------------------------------- wiring
+
+
+def create_server() -> ForkSafeServer:
+    server = ForkSafeServer()
+
+    @server.feature(T.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: ForkSafeServer, params: T.DidOpenTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        ls.docs[uri] = DocState()
+        ls.schedule(uri, 0)
+
+    @server.feature(T.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: ForkSafeServer, params: T.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, DEBOUNCE_S)
+
+    @server.feature(T.TEXT_DOCUMENT_DID_SAVE, T.SaveOptions(include_text=False))
+    def did_save(ls: ForkSafeServer, params: T.DidSaveTextDocumentParams) -> None:
+        if params.text_document.uri in ls.docs:
+            ls.schedule(params.text_document.uri, 0)
+
+    @server.feature(T.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: ForkSafeServer, params: T.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        state = ls.docs.pop(uri, None)
+        if state is not None and state.pending is not None:
+            state.pending.cancel()
+        ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(
+        T.TEXT_DOCUMENT_CODE_ACTION,
+        T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=False),
+    )
+    async def code_action(ls: ForkSafeServer, params: T.CodeActionParams) -> List[T.CodeAction]:
+        try:
+            return await ls.code_actions(params)
+        except Exception as exc:
+            ls.log_line(f"forksafe: code actions: internal error ({_one_line(exc)})", T.MessageType.Warning)
+            return []
+
+    from flake8_forksafe.frontends.lsp_notebook import register as register_notebooks
+
+    register_notebooks(server)  # notebookDocument/didOpen, didChange, didClose: diagnostics per cell
+
+    @server.feature(T.SHUTDOWN)
+    def shutdown(ls: ForkSafeServer, params: Any) -> None:
+        for state in ls.docs.values():
+            if state.pending is not None:
+                state.pending.cancel()
+        ls.executor.shutdown(wait=False)
+        ls.isolated.close()
+
+    return server
+
+
+def serve() -> None:
+    """Run the server on stdin/stdout until the client says ``exit``."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="forksafe-lsp: %(levelname)s: %(message)s")
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # a stray print must never corrupt the protocol stream
+    create_server().start_io(stdin, stdout)

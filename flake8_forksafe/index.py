@@ -1,0 +1,888 @@
+"""The project index: what each module of a project defines, so that a file's checks can follow a
+base class, a helper or a re-export into another module of the same project.
+
+Each module is summarised once from the CPython ``ast`` tree (the tree the pre-filter gate already
+builds can be passed in) into plain data that serialises to JSON: classes with their bases as
+qualified names, methods (parameters stored on ``self``, ``self.`` methods called, ``super().__init__``),
+what functions return (handles, generators, RNGs, CUDA values), and module-level handles.
+
+A ``ProjectIndex`` maps module names to files under the project root, summarises modules on demand
+(or all at once for ``forksafe check DIR``) and caches summaries by content hash in
+``.forksafe_cache/index-v<N>/``. It never imports or runs the code it reads, and it does not follow
+imports into installed packages: names it cannot find in the project stay qualified names, for the
+library models in ``rules/`` to judge.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+
+from flake8_forksafe.knowledge import Knowledge
+from flake8_forksafe.prefilter import _dotted  # the gate's dotted-name reader: one definition
+
+SCHEMA = 1  # bump when the summary's shape or meaning changes: old cache entries are then ignored
+CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module loads the engine)
+ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
+MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
+
+# --------------------------------------------------------------------------------------------------
+# summaries (plain data)
+
+
+@dataclass
+class Assign:
+    """``self.attr = <value>`` in a method. ``kind``: "factory" (detail: the factory's name),
+    "param" (detail: the parameter, or ``kwargs[key]``), "none", "call" (detail: the callee,
+    ``self.m`` or a qualified name), "generator", "rng", "cuda", "other"."""
+
+    attr: str
+    line: int
+    kind: str
+    detail: str = ""
+
+
+@dataclass
+class Method:
+    name: str
+    line: int
+    params: List[str] = field(default_factory=list)
+    assigns: List[Assign] = field(default_factory=list)
+    self_calls: List[str] = field(default_factory=list)
+    super_init: bool = False
+    base_inits: List[str] = field(default_factory=list)  # Base.__init__(self): qualified Base
+    returns: str = ""  # "", "factory:<name>", "generator", "rng", "cuda", "call:<callee>"
+
+
+@dataclass
+class ClassSummary:
+    name: str
+    line: int
+    bases: List[str] = field(default_factory=list)  # qualified; "" for a base that is not a name
+    methods: Dict[str, Method] = field(default_factory=dict)
+
+
+@dataclass
+class ModuleSummary:
+    module: str
+    path: str
+    is_package: bool = False
+    names: Dict[str, str] = field(default_factory=dict)  # imports and aliases: local -> qualified
+    classes: Dict[str, ClassSummary] = field(default_factory=dict)
+    functions: Dict[str, Method] = field(default_factory=dict)
+    handles: List[Assign] = field(default_factory=list)  # module-level: attr is the global name
+    error: str = ""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: dict) -> "ModuleSummary":
+        classes = {
+            k: ClassSummary(
+                name=c["name"],
+                line=c["line"],
+                bases=list(c["bases"]),
+                methods={m: _method(v) for m, v in c["methods"].items()},
+            )
+            for k, c in d["classes"].items()
+        }
+        return ModuleSummary(
+            module=d["module"],
+            path=d["path"],
+            is_package=d["is_package"],
+            names=dict(d["names"]),
+            classes=classes,
+            functions={k: _method(v) for k, v in d["functions"].items()},
+            handles=[Assign(**h) for h in d["handles"]],
+            error=d.get("error", ""),
+        )
+
+
+def _method(d: dict) -> Method:
+    return Method(**{**d, "assigns": [Assign(**a) for a in d["assigns"]]})
+
+
+# --------------------------------------------------------------------------------------------------
+# the summariser
+
+
+
+
+def absolute_module(current: str, is_package: bool, level: int, module: Optional[str]) -> str:
+    """The absolute module ``from <level dots><module> import ...`` names inside ``current``."""
+    if not level:
+        return module or ""
+    parts = current.split(".") if current else []
+    if not is_package:
+        parts = parts[:-1]
+    if level > 1:
+        parts = parts[: max(0, len(parts) - (level - 1))]
+    if module:
+        parts.append(module)
+    return ".".join(p for p in parts if p)
+
+
+class _Summariser:
+    def __init__(self, k: Knowledge, module: str, is_package: bool) -> None:
+        self.k = k
+        self.s = ModuleSummary(module=module, path="", is_package=is_package)
+
+    # -- names
+    def qualify(self, d: Optional[str]) -> Optional[str]:
+        if d is None:
+            return None
+        head, _, rest = d.partition(".")
+        target = self.s.names.get(head)
+        if target is None:
+            if head in self.s.classes or head in self.s.functions:
+                target = f"{self.s.module}.{head}" if self.s.module else head
+            elif head in BUILTINS:
+                target = head
+            else:
+                return d
+        return f"{target}.{rest}" if rest else target
+
+    def imports(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    self.s.names[a.asname] = a.name
+                else:
+                    root = a.name.split(".", 1)[0]
+                    self.s.names[root] = root
+        elif isinstance(node, ast.ImportFrom):
+            mod = absolute_module(self.s.module, self.s.is_package, node.level, node.module)
+            for a in node.names:
+                if a.name != "*":
+                    self.s.names[a.asname or a.name] = f"{mod}.{a.name}" if mod else a.name
+
+    # -- values
+    def factory(self, call: ast.Call) -> Optional[str]:
+        q = self.qualify(_dotted(call.func))
+        if q is None:
+            return None
+        f = self.k.factories.get(q) or (self.k.factories.get(q[9:]) if q.startswith("builtins.") else None)
+        if f is None:
+            return None
+        if f.when == "npz":
+            first = call.args[0] if call.args else None
+            if not (isinstance(first, ast.Constant) and str(first.value).endswith(".npz")):
+                return None
+            if any(kw.arg == "mmap_mode" for kw in call.keywords):
+                return None
+        elif f.when == "chunked":
+            ok = False
+            for kw in call.keywords:
+                v = kw.value
+                if kw.arg == "chunksize" and not (isinstance(v, ast.Constant) and v.value is None):
+                    ok = True
+                if kw.arg == "iterator" and isinstance(v, ast.Constant) and v.value is True:
+                    ok = True
+            if not ok:
+                return None
+        return f.name
+
+    def kind(self, value: Optional[ast.AST], fn: "_Fn", depth: int = 0) -> Tuple[str, str]:
+        if value is None or depth > 6:
+            return "other", ""
+        if isinstance(value, ast.Constant) and value.value is None:
+            return "none", ""
+        if isinstance(value, ast.GeneratorExp):
+            return "generator", ""
+        if isinstance(value, ast.Name):
+            if value.id in fn.params:
+                return "param", value.id
+            vals = fn.locals.get(value.id)
+            if vals:
+                return self.kind(vals[-1], fn, depth + 1)
+            return "other", ""
+        if isinstance(value, ast.Subscript):  # kwargs["x"]
+            if isinstance(value.value, ast.Name) and value.value.id == fn.kwargs:
+                key = value.slice
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    return "param", f"{fn.kwargs}[{key.value}]"
+            return "other", ""
+        if isinstance(value, ast.IfExp):
+            for branch in (value.body, value.orelse):
+                k = self.kind(branch, fn, depth + 1)
+                if k[0] in ("factory", "generator", "rng", "cuda"):
+                    return k
+            return self.kind(value.body, fn, depth + 1)
+        if isinstance(value, ast.BoolOp):
+            for v in value.values:
+                k = self.kind(v, fn, depth + 1)
+                if k[0] in ("factory", "generator", "rng", "cuda"):
+                    return k
+            return "other", ""
+        if isinstance(value, ast.Call):
+            f = self.factory(value)
+            if f:
+                return "factory", f
+            func = value.func
+            # kwargs.get("x") / kwargs.pop("x", d)
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr in ("get", "pop")
+                and isinstance(func.value, ast.Name)
+                and func.value.id == fn.kwargs
+                and value.args
+                and isinstance(value.args[0], ast.Constant)
+            ):
+                return "param", f"{fn.kwargs}[{value.args[0].value}]"
+            q = self.qualify(_dotted(func))
+            if q in self.k.rng_constructors:
+                return "rng", q or ""
+            if isinstance(func, ast.Attribute):
+                if func.attr in self.k.cuda_methods:
+                    return "cuda", func.attr
+                if func.attr in self.k.move_methods and value.args and _cuda_literal(value.args[0]):
+                    return "cuda", func.attr
+            if any(kw.arg in self.k.device_keywords and _cuda_literal(kw.value) for kw in value.keywords):
+                return "cuda", q or ""
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == fn.self:
+                return "call", f"self.{func.attr}"
+            if q:
+                return "call", q
+        return "other", ""
+
+    # -- functions
+    def function(self, node, self_name: Optional[str]) -> Method:
+        a = node.args
+        params = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+        m = Method(name=node.name, line=node.lineno, params=params)
+        fn = _Fn(params, self_name, a.kwarg.arg if a.kwarg else None)
+        body_nodes: List[ast.AST] = []
+        todo: List[ast.AST] = list(node.body)
+        while todo:  # the body without nested functions / classes / lambdas
+            n = todo.pop()
+            body_nodes.append(n)
+            for c in ast.iter_child_nodes(n):
+                if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                    todo.append(c)
+        body_nodes.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+        generator = False
+        returns: List[ast.AST] = []
+        for n in body_nodes:
+            if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        fn.locals.setdefault(t.id, []).append(n.value)
+            elif isinstance(n, ast.withitem) and isinstance(n.optional_vars, ast.Name):
+                fn.with_names.add(n.optional_vars.id)
+            elif isinstance(n, (ast.Yield, ast.YieldFrom)):
+                generator = True
+            elif isinstance(n, ast.Return) and n.value is not None:
+                returns.append(n.value)
+        for n in body_nodes:
+            if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None and self_name:
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                for t in targets:
+                    if (
+                        isinstance(t, ast.Attribute)
+                        and isinstance(t.value, ast.Name)
+                        and t.value.id == self_name
+                    ):
+                        v = n.value
+                        if isinstance(v, ast.Name) and v.id in fn.with_names:
+                            kind, detail = "other", ""
+                        else:
+                            kind, detail = self.kind(v, fn)
+                        m.assigns.append(Assign(t.attr, n.lineno, kind, detail))
+            elif isinstance(n, ast.Call):
+                f = n.func
+                if isinstance(f, ast.Attribute):
+                    if self_name and isinstance(f.value, ast.Name) and f.value.id == self_name:
+                        if f.attr not in m.self_calls:
+                            m.self_calls.append(f.attr)
+                    elif f.attr == "__init__":
+                        if (
+                            isinstance(f.value, ast.Call)
+                            and isinstance(f.value.func, ast.Name)
+                            and f.value.func.id == "super"
+                        ):
+                            m.super_init = True
+                        else:
+                            q = self.qualify(_dotted(f.value))
+                            if q and q not in m.base_inits:
+                                m.base_inits.append(q)
+            elif isinstance(n, ast.Attribute) and self_name and isinstance(n.value, ast.Name):
+                pass
+        if generator:
+            m.returns = "generator"
+        else:
+            for r in returns:
+                kind, detail = self.kind(r, fn)
+                if kind in ("factory", "call"):
+                    m.returns = f"{kind}:{detail}"
+                    break
+                if kind in ("generator", "rng", "cuda"):
+                    m.returns = kind
+                    break
+        return m
+
+    # -- the module
+    def run(self, tree: ast.Module) -> ModuleSummary:
+        s = self.s
+        # imports anywhere at module level (under if/try too), then definitions, in source order
+        for node in _module_level(tree.body):
+            self.imports(node)
+        for node in _module_level(tree.body):
+            if isinstance(node, ast.ClassDef):
+                s.classes[node.name] = ClassSummary(node.name, node.lineno)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                s.functions[node.name] = Method(node.name, node.lineno)
+        for node in _module_level(tree.body):
+            if isinstance(node, ast.ClassDef):
+                c = s.classes[node.name]
+                for b in node.bases:
+                    if isinstance(b, ast.Subscript):
+                        b = b.value
+                    c.bases.append(self.qualify(_dotted(b)) or "")
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        decos = {_dotted(d) for d in item.decorator_list}
+                        a = item.args
+                        first = (a.posonlyargs + a.args)[:1]
+                        self_name = first[0].arg if first and not decos & {"staticmethod", "classmethod"} else None
+                        c.methods[item.name] = self.function(item, self_name)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                s.functions[node.name] = self.function(node, None)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    if not isinstance(t, ast.Name):
+                        continue
+                    d = _dotted(node.value)
+                    if d is not None:  # Alias = Base / Alias = mod.Base
+                        q = self.qualify(d)
+                        if q and q != t.id:
+                            s.names[t.id] = q
+                    elif isinstance(node.value, ast.Call):
+                        f = self.factory(node.value)
+                        if f:
+                            s.handles.append(Assign(t.id, node.lineno, "factory", f))
+        return s
+
+
+@dataclass
+class _Fn:
+    params: List[str]
+    self: Optional[str]
+    kwargs: Optional[str]
+    locals: Dict[str, List[ast.AST]] = field(default_factory=dict)
+    with_names: Set[str] = field(default_factory=set)
+
+
+_CLASS_BASES = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)", re.M)
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
+_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n]*)", re.M)
+
+BUILTINS = frozenset({"open", "object", "super", "type"})
+
+
+def _cuda_literal(node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.startswith("cuda")
+    if isinstance(node, ast.Call) and _dotted(node.func) in ("torch.device", "device") and node.args:
+        return _cuda_literal(node.args[0])
+    return False
+
+
+def _module_level(body: List[ast.stmt]) -> Iterable[ast.stmt]:
+    """Module-level statements, looking into if / try / with blocks (not into defs)."""
+    for st in body:
+        if isinstance(st, (ast.If, ast.Try, ast.With)) or type(st).__name__ == "TryStar":
+            for part in ("body", "orelse", "finalbody"):
+                yield from _module_level(getattr(st, part, []) or [])
+            for h in getattr(st, "handlers", []) or []:
+                yield from _module_level(h.body)
+        else:
+            yield st
+
+
+def summarise(tree: ast.Module, module: str, k: Knowledge, is_package: bool = False, path: str = "") -> ModuleSummary:
+    """The summary of one module from its ``ast`` tree (the gate's tree can be passed in)."""
+    s = _Summariser(k, module, is_package).run(tree)
+    s.path = path
+    return s
+
+
+# --------------------------------------------------------------------------------------------------
+# the project
+
+
+def project_root(path: str) -> Path:
+    """The nearest directory holding pyproject.toml / setup.cfg / setup.py; else the directory
+    above the top package (the highest chain of ``__init__.py`` directories); else the file's dir."""
+    p = Path(path).resolve()
+    d = p.parent
+    for cand in (d, *d.parents):
+        if any((cand / m).is_file() for m in ROOT_MARKERS):
+            return cand
+    top = d
+    while (top / "__init__.py").is_file() and top.parent != top:
+        top = top.parent
+    return top
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    qname: str
+    path: str
+    line: int
+    summary: ClassSummary = field(compare=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.qname.rsplit(".", 1)[-1]
+
+
+@dataclass(frozen=True)
+class MethodRef:
+    cls: str  # qualified class name
+    name: str
+    path: str
+    line: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.cls.rsplit('.', 1)[-1]}.{self.name}"
+
+
+@dataclass(frozen=True)
+class AttrFact:
+    """What a (base) ``__init__`` stores on ``self.attr``: kind as ``Assign.kind`` after following
+    calls (a ``self._open()`` that returns a handle gives "factory")."""
+
+    attr: str
+    kind: str
+    detail: str
+    path: str
+    line: int
+    where: MethodRef
+
+
+class ProjectIndex:
+    def __init__(self, root: Path, knowledge: Knowledge, cache_dir: Optional[Path] = None) -> None:
+        self.root = Path(root).resolve()
+        self.k = knowledge
+        self.cache_dir = cache_dir
+        self.summaries: Dict[str, ModuleSummary] = {}  # module name -> summary
+        self._paths: Dict[str, Optional[Path]] = {}
+        self.summarised = 0  # files summarised in this process (cache misses)
+        self.cache_hits = 0
+        self.errors: List[str] = []
+        self._digests: Dict[str, str] = {}
+        self._extra_roots: List[Path] = []
+        self._tops: Optional[Set[str]] = None
+
+    # -- modules and paths
+    def source_roots(self) -> List[Path]:
+        """Where top-level modules are looked for: the root, ``root/src``, and the directory above
+        every top package a checked file lives in (a tree of packages below the root)."""
+        roots = [self.root]
+        if (self.root / "src").is_dir():
+            roots.append(self.root / "src")
+        return roots + [r for r in self._extra_roots if r not in roots]
+
+    def top_packages(self) -> Set[str]:
+        """Names of the project's top-level packages and modules (for the cheap text test)."""
+        if self._tops is None:
+            tops: Set[str] = set()
+            for r in self.source_roots():
+                try:
+                    for e in os.scandir(r):
+                        if e.name.endswith(".py"):
+                            tops.add(e.name[:-3])
+                        elif e.is_dir() and os.path.isfile(os.path.join(e.path, "__init__.py")):
+                            tops.add(e.name)
+                except OSError:
+                    pass
+            self._tops = tops
+        return self._tops
+
+    def project_bases(self, path: str, text: str) -> List[str]:
+        """A cheap text reading of a file the pre-filter rejected, without parsing it: the qualified
+        names of class bases imported from the project (a relative import or a project package)."""
+        bases: List[str] = []
+        for found in _CLASS_BASES.findall(text):
+            for b in found.split(","):
+                b = b.strip().split("[", 1)[0].strip()
+                if b and "=" not in b and b not in bases:
+                    bases.append(b)
+        if not bases:
+            return []
+        heads = {b.split(".", 1)[0] for b in bases}
+        module, is_package = self.module_for(path)
+        tops = self.top_packages() | {module.split(".", 1)[0]}
+        names: Dict[str, str] = {}
+        for dots, mod, imported in _FROM_IMPORT.findall(text):
+            if dots or mod.split(".", 1)[0] in tops:
+                base_mod = absolute_module(module, is_package, len(dots), mod or None)
+                for n in imported.strip("()").split(","):
+                    n = n.split("#", 1)[0].split()
+                    if n and n[-1] in heads:
+                        names[n[-1]] = f"{base_mod}.{n[0]}" if base_mod else n[0]
+        for imported in _IMPORT.findall(text):
+            for n in imported.split(","):
+                n = n.split("#", 1)[0].split()
+                if n and n[0].split(".", 1)[0] in tops:
+                    local = n[-1] if len(n) == 3 else n[0].split(".", 1)[0]
+                    if local in heads:
+                        names[local] = n[0] if len(n) == 3 else local
+        out = []
+        for b in bases:
+            head, _, rest = b.partition(".")
+            if head in names:
+                out.append(f"{names[head]}.{rest}" if rest else names[head])
+        return out
+
+    def may_have_project_base(self, path: str, text: str) -> bool:
+        return bool(self.project_bases(path, text))
+
+    def module_for(self, path: str) -> Tuple[str, bool]:
+        """(module name, is_package) of a file: the chain of ``__init__.py`` directories above it."""
+        p = Path(path).resolve()
+        is_package = p.name == "__init__.py"
+        parts = [] if is_package else [p.stem]
+        d = p.parent
+        while (d / "__init__.py").is_file() and d.parent != d:
+            parts.append(d.name)
+            d = d.parent
+        if d != p.parent or is_package:
+            if d not in self._extra_roots and d != self.root:
+                self._extra_roots.append(d)
+                self._paths = {k: v for k, v in self._paths.items() if v is not None}
+                self._tops = None
+            return ".".join(reversed(parts)), is_package
+        # a plain directory: relative to the root (or root/src)
+        for r in sorted(self.source_roots(), key=lambda r: -len(r.parts)):
+            try:
+                rel = p.with_suffix("").relative_to(r)
+            except ValueError:
+                continue
+            return ".".join(rel.parts), is_package
+        return p.stem, is_package
+
+    def path_for(self, module: str) -> Optional[Path]:
+        if module in self._paths:
+            return self._paths[module]
+        found = None
+        if module:
+            rel = Path(*module.split("."))
+            for r in self.source_roots():
+                for cand in (r / rel.with_suffix(".py"), r / rel / "__init__.py"):
+                    if cand.is_file():
+                        found = cand
+                        break
+                if found:
+                    break
+        self._paths[module] = found
+        return found
+
+    # -- summarising
+    def _cache_file(self, digest: str) -> Optional[Path]:
+        if self.cache_dir is None:
+            return None
+        return self.cache_dir / f"index-v{SCHEMA}" / digest[:2] / f"{digest}.json"
+
+    def summarise_file(self, path: Path, tree: Optional[ast.Module] = None, data: Optional[bytes] = None) -> ModuleSummary:
+        module, is_package = self.module_for(str(path))
+        shown = os.path.relpath(path, self.root) if Path(path).resolve().is_relative_to(self.root) else str(path)
+        try:
+            if data is None:
+                data = Path(path).read_bytes()
+        except OSError as exc:
+            s = ModuleSummary(module, shown, is_package, error=f"cannot read: {exc.strerror or exc}")
+            self.summaries[module] = s
+            return s
+        digest = hashlib.sha256(data + f"\0{SCHEMA}\0{module}\0{is_package}".encode("utf-8", "surrogateescape")).hexdigest()
+        self._digests[module] = digest
+        cf = self._cache_file(digest)
+        if cf is not None and tree is None:
+            try:
+                with open(cf, encoding="utf-8") as fh:
+                    s = ModuleSummary.from_json(json.load(fh))
+                s.path = shown
+                self.cache_hits += 1
+                self.summaries[module] = s
+                return s
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+        self.summarised += 1
+        if tree is None:
+            try:
+                tree = ast.parse(data)
+            except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+                line = getattr(exc, "lineno", None)
+                msg = f"syntax error at line {line}" if line else "cannot parse"
+                s = ModuleSummary(module, shown, is_package, error=msg)
+                self.errors.append(f"{shown}: index: skipped: {msg}")
+                self.summaries[module] = s
+                if cf is not None:
+                    self._store(cf, s)  # a broken file is not re-parsed until it changes
+                return s
+        s = summarise(tree, module, self.k, is_package, shown)
+        self.summaries[module] = s
+        if cf is not None:
+            self._store(cf, s)
+        return s
+
+    def _store(self, cf: Path, s: ModuleSummary) -> None:
+        try:
+            cf.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=cf.parent, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({**s.to_json(), "path": ""}, fh)
+            os.replace(tmp, cf)
+        except OSError:
+            self.cache_dir = None  # read-only tree: keep going without a cache
+
+    def update_text(self, path: str, text: str) -> None:
+        """Re-summarise one file from unsaved text (the language server's open document)."""
+        data = text.encode("utf-8", "surrogatepass")
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return  # keep the last good summary
+        self.summarise_file(Path(path), tree=tree, data=data)
+
+    def summarise_all(self, paths: Iterable[str]) -> None:
+        """Eager mode (``forksafe check DIR``): every given file under the root."""
+        for p in paths:
+            if p.endswith(".py"):
+                self.summarise_file(Path(p))
+
+    def summary(self, module: str) -> Optional[ModuleSummary]:
+        """The module's summary, summarising its file on first request (lazy mode)."""
+        s = self.summaries.get(module)
+        if s is None:
+            path = self.path_for(module)
+            if path is None:
+                return None
+            s = self.summarise_file(path)
+        return s
+
+    def summary_of_path(self, path: str) -> ModuleSummary:
+        """The summary of the file itself (summarised now if it is not yet)."""
+        module, _ = self.module_for(path)
+        s = self.summaries.get(module)
+        return s if s is not None else self.summarise_file(Path(path))
+
+    # -- queries
+    def canonical(self, qname: str) -> str:
+        """Follow re-exports and aliases inside the project: ``pkg.data.Base`` imported in
+        ``pkg/data/__init__.py`` from ``.base`` becomes ``pkg.data.base.Base``; a name that leaves
+        the project (``pkg.data.Dataset`` re-exporting torch's) becomes the outside name."""
+        seen: Set[str] = set()
+        while qname not in seen and len(seen) < MAX_DEPTH:
+            seen.add(qname)
+            parts = qname.split(".")
+            moved = False
+            for i in range(len(parts) - 1, 0, -1):
+                mod, rest = ".".join(parts[:i]), parts[i:]
+                s = self.summary(mod)
+                if s is None:
+                    continue
+                head = rest[0]
+                if head in s.classes or head in s.functions:
+                    return qname
+                target = s.names.get(head)
+                if target is not None:
+                    qname = ".".join([target, *rest[1:]])
+                    moved = True
+                break
+            if not moved:
+                return qname
+        return qname
+
+    def resolve_class(self, qname: str) -> Optional[ClassRef]:
+        q = self.canonical(qname)
+        mod, _, name = q.rpartition(".")
+        s = self.summary(mod) if mod else None
+        if s is None or name not in s.classes:
+            return None
+        c = s.classes[name]
+        return ClassRef(q, s.path, c.line, c)
+
+    def base_chain(self, qname: str) -> Tuple[List[ClassRef], List[str]]:
+        """(the class and its project bases, depth-first in base order; the outside bases reached,
+        as canonical qualified names). Cycles between modules end the walk."""
+        chain: List[ClassRef] = []
+        outside: List[str] = []
+        seen: Set[str] = set()
+
+        def walk(q: str, depth: int) -> None:
+            if depth > MAX_DEPTH:
+                return
+            ref = self.resolve_class(q)
+            if ref is None:
+                c = self.canonical(q)
+                if c and c not in outside:
+                    outside.append(c)
+                return
+            if ref.qname in seen:
+                return
+            seen.add(ref.qname)
+            chain.append(ref)
+            for b in ref.summary.bases:
+                if b:
+                    walk(b, depth + 1)
+
+        walk(qname, 0)
+        return chain, outside
+
+    def derives_from(self, qname: str, is_base: Callable[[str], bool]) -> bool:
+        """The class (through bases in other modules) derives from a base ``is_base`` accepts
+        (e.g. a torch dataset base); the class itself is not tested."""
+        chain, outside = self.base_chain(qname)
+        return any(is_base(o) for o in outside) or any(is_base(c.qname) for c in chain[1:])
+
+    def resolve_method(self, qname: str, name: str, after: Optional[str] = None) -> Optional[MethodRef]:
+        chain, _ = self.base_chain(qname)
+        if after is not None:
+            idx = next((i for i, c in enumerate(chain) if c.qname == after), None)
+            chain = chain[idx + 1 :] if idx is not None else []
+        for c in chain:
+            m = c.summary.methods.get(name)
+            if m is not None:
+                return MethodRef(c.qname, name, c.path, m.line)
+        return None
+
+    def method(self, ref: MethodRef) -> Optional[Method]:
+        c = self.resolve_class(ref.cls)
+        return c.summary.methods.get(ref.name) if c else None
+
+    def init_reach(self, qname: str) -> List[MethodRef]:
+        """The methods ``__init__`` of the class reaches (self.m() calls resolved from the class,
+        super().__init__ and Base.__init__(self) into bases in any module), with where each is."""
+        start = self.resolve_method(qname, "__init__")
+        out: List[MethodRef] = []
+        work = [start] if start else []
+        seen: Set[Tuple[str, str]] = set()
+        while work:
+            ref = work.pop(0)
+            if (ref.cls, ref.name) in seen:
+                continue
+            seen.add((ref.cls, ref.name))
+            out.append(ref)
+            m = self.method(ref)
+            if m is None:
+                continue
+            for name in m.self_calls:
+                t = self.resolve_method(qname, name)
+                if t is not None:
+                    work.append(t)
+            if m.super_init:
+                t = self.resolve_method(qname, ref.name, after=ref.cls)
+                if t is not None:
+                    work.append(t)
+            for b in m.base_inits:
+                bc = self.resolve_class(b)
+                if bc is not None:
+                    t = self.resolve_method(bc.qname, "__init__")
+                    if t is not None:
+                        work.append(t)
+        return out
+
+    def returns(self, callee: str, cls: Optional[str] = None, depth: int = 0) -> Tuple[str, str]:
+        """What a call returns: ("factory", name), ("generator", ""), ("rng", ""), ("cuda", ""),
+        or ("other", ""). ``self.m`` is resolved from ``cls``; a qualified name in the project."""
+        if depth > 6:
+            return "other", ""
+        m: Optional[Method] = None
+        if callee.startswith("self.") and cls:
+            ref = self.resolve_method(cls, callee[5:])
+            m = self.method(ref) if ref else None
+        else:
+            q = self.canonical(callee)
+            mod, _, name = q.rpartition(".")
+            s = self.summary(mod) if mod else None
+            m = s.functions.get(name) if s else None
+        if m is None or not m.returns:
+            return "other", ""
+        kind, _, detail = m.returns.partition(":")
+        if kind == "call":
+            return self.returns(detail, cls, depth + 1)
+        return kind, detail
+
+    def init_assigns(self, qname: str) -> List[AttrFact]:
+        """What the methods ``__init__`` reaches store on ``self``: a handle from factory F, None,
+        a parameter, a generator, an RNG, a CUDA value (calls followed through the project)."""
+        out: List[AttrFact] = []
+        for ref in self.init_reach(qname):
+            m = self.method(ref)
+            if m is None:
+                continue
+            for a in m.assigns:
+                kind, detail = a.kind, a.detail
+                if kind == "call":
+                    kind, detail = self.returns(detail, qname)
+                out.append(AttrFact(a.attr, kind, detail, ref.path, a.line, ref))
+        return out
+
+    def dependency_digest(self, path: str) -> str:
+        """A digest of the contents of the project modules a file's classes build on (its bases'
+        modules), for keying cached findings: an edit to a base class invalidates its subclasses."""
+        s = self.summary_of_path(path)
+        if s is None:
+            return ""
+        mods: Set[str] = set()
+        for name in s.classes:
+            chain, _ = self.base_chain(f"{s.module}.{name}" if s.module else name)
+            for c in chain[1:]:
+                mods.add(c.qname.rpartition(".")[0])
+        mods.discard(s.module)
+        return hashlib.sha256("".join(self._digests.get(m, "") for m in sorted(mods)).encode()).hexdigest()[:16]
+
+
+_INDEXES: Dict[Tuple[Path, int], ProjectIndex] = {}
+
+
+def index_for(path: str, knowledge: Knowledge, use_cache: bool = True) -> ProjectIndex:
+    """The per-process index of a file's project (one per project root and knowledge): the flake8
+    plugin and the language server keep one per project for the life of the process."""
+    root = project_root(path)
+    key = (root, id(knowledge))
+    ix = _INDEXES.get(key)
+    if ix is None or ix.k is not knowledge:
+        ix = _INDEXES[key] = ProjectIndex(root, knowledge, root / CACHE_DIR if use_cache else None)
+    return ix
+
+
+def is_dataset_base_name(qname: str, k: Knowledge) -> bool:
+    """The same test as ``Analysis._is_dataset_base_name``: a known base, a configured simple name,
+    or a name ending with a dataset suffix."""
+    if qname in k.dataset_bases:
+        return True
+    if k.not_a_dataset(qname):
+        return False
+    last = qname.rsplit(".", 1)[-1]
+    return last in k.dataset_bases or last.endswith(tuple(k.dataset_base_suffixes))
+
+
+def has_project_dataset(index: ProjectIndex, path: str, k: Knowledge, text: Optional[str] = None) -> bool:
+    """A class of the file derives, through a base defined in another module of the project, from
+    a dataset base (the gate's question for files it would otherwise skip)."""
+    is_base = lambda q: is_dataset_base_name(q, k)  # noqa: E731
+    if text is not None:  # without parsing the file: its bases read from the text
+        for q in index.project_bases(path, text):
+            ref = index.resolve_class(q)
+            if ref is not None and (is_base(ref.qname) or index.derives_from(ref.qname, is_base)):
+                return True
+        return False
+    s = index.summary_of_path(path)
+    for name, c in s.classes.items():
+        if any(b and b.rpartition(".")[0] != s.module and index.resolve_class(b) for b in c.bases):
+            if index.derives_from(f"{s.module}.{name}" if s.module else name, lambda q: is_dataset_base_name(q, k)):
+                return True
+    return False

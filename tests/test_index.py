@@ -1,0 +1,390 @@
+"""The project index (flake8_forksafe/index.py): summaries, resolution across modules, the cache,
+and end-to-end ``forksafe check`` runs where a dataset's base class lives in another module."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from flake8_forksafe.config import Config
+from flake8_forksafe.index import ModuleSummary, ProjectIndex, project_root, summarise
+
+K = Config().knowledge
+
+
+def write(root: Path, files: dict) -> Path:
+    for rel, src in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(src))
+    return root
+
+
+def is_torch_dataset(q: str) -> bool:
+    return q in K.dataset_bases
+
+
+BASE = """\
+    import lmdb
+    from torch.utils.data import Dataset
+
+
+    class DetectionBase(Dataset):
+        def __init__(self, root, cache=None, **kwargs):
+            self.root = root
+            self.cache = None
+            self.mode = kwargs.get("mode")
+            self._load()
+
+        def _load(self):
+            self.env = self._open()
+
+        def _open(self):
+            return lmdb.open(self.root)
+    """
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "pkg/__init__.py": "",
+            "pkg/data/__init__.py": "from .base import DetectionBase as Base\n",
+            "pkg/data/base.py": BASE,
+            "pkg/data/coco.py": """\
+                from . import base as b
+                from .base import DetectionBase
+
+
+                class Coco(DetectionBase):
+                    def __init__(self, root):
+                        super().__init__(root)
+                        self.ann = root
+
+
+                class Alias(b.DetectionBase):
+                    pass
+                """,
+            "pkg/models/voc.py": """\
+                from ..data import Base
+
+                Parent = Base
+
+
+                class Voc(Parent):
+                    pass
+                """,
+        },
+    )
+
+
+def test_project_root_and_module_names(project: Path) -> None:
+    ix = ProjectIndex(project, K)
+    assert project_root(str(project / "pkg/data/coco.py")) == project.resolve()
+    assert ix.module_for(str(project / "pkg/data/coco.py")) == ("pkg.data.coco", False)
+    assert ix.module_for(str(project / "pkg/data/__init__.py")) == ("pkg.data", True)
+    assert ix.path_for("pkg.data.base") == (project / "pkg/data/base.py").resolve() or ix.path_for(
+        "pkg.data.base"
+    ) == project / "pkg/data/base.py"
+    assert ix.path_for("pkg.data").name == "__init__.py"
+    assert ix.path_for("torch.utils.data") is None  # not followed outside the project
+
+
+def test_top_package_is_the_root_without_project_files(tmp_path: Path) -> None:
+    write(tmp_path, {"a/pkg/__init__.py": "", "a/pkg/sub/__init__.py": "", "a/pkg/sub/m.py": ""})
+    assert project_root(str(tmp_path / "a/pkg/sub/m.py")) == (tmp_path / "a").resolve()
+
+
+def test_relative_imports_reexports_and_aliases_resolve(project: Path) -> None:
+    ix = ProjectIndex(project, K)
+    for q in ("pkg.data.coco.Coco", "pkg.data.coco.Alias", "pkg.models.voc.Voc"):
+        chain, outside = ix.base_chain(q)
+        assert [c.qname for c in chain][1] == "pkg.data.base.DetectionBase", q
+        assert outside == ["torch.utils.data.Dataset"]
+        assert ix.derives_from(q, is_torch_dataset)
+    assert ix.canonical("pkg.data.Base") == "pkg.data.base.DetectionBase"
+    assert ix.canonical("pkg.models.voc.Parent") == "pkg.data.base.DetectionBase"
+    assert ix.resolve_class("pkg.data.Base").line == 5
+    assert ix.resolve_class("pkg.data.base.Missing") is None
+
+
+def test_lazy_summaries_only_what_is_asked(project: Path) -> None:
+    ix = ProjectIndex(project, K)
+    ix.resolve_class("pkg.data.base.DetectionBase")
+    assert sorted(ix.summaries) == ["pkg.data.base"]
+    assert ix.summarised == 1
+    ix.resolve_class("pkg.data.Base")  # the re-export: pkg/data/__init__.py, once
+    assert sorted(ix.summaries) == ["pkg.data", "pkg.data.base"]
+    assert ix.summarised == 2
+
+
+def test_init_reach_and_assigns_across_modules(project: Path) -> None:
+    ix = ProjectIndex(project, K)
+    reach = ix.init_reach("pkg.data.coco.Coco")
+    assert [(r.label, r.path, r.line) for r in reach] == [
+        ("Coco.__init__", str(Path("pkg/data/coco.py")), 6),
+        ("DetectionBase.__init__", str(Path("pkg/data/base.py")), 6),
+        ("DetectionBase._load", str(Path("pkg/data/base.py")), 12),
+        ("DetectionBase._open", str(Path("pkg/data/base.py")), 15),
+    ]
+    facts = {(f.attr, f.kind, f.detail, f.line) for f in ix.init_assigns("pkg.data.coco.Coco")}
+    assert facts == {
+        ("ann", "param", "root", 8),
+        ("root", "param", "root", 7),
+        ("cache", "none", "", 8),
+        ("mode", "param", "kwargs[mode]", 9),
+        ("env", "factory", "lmdb.open", 13),
+    }
+
+
+def test_summary_facts_and_json_round_trip() -> None:
+    src = textwrap.dedent(
+        """\
+        import numpy as np
+        import h5py
+
+        DB = h5py.File("x.h5")
+
+        def rows(p):
+            yield from open(p)
+
+        def names(d):
+            return (x for x in d)
+
+        def rng(seed):
+            return np.random.default_rng(seed)
+
+        def model():
+            return Net().cuda()
+
+        class C:
+            def __init__(self, path):
+                f = h5py.File(path)
+                self.f = f
+                with open(path) as fh:
+                    self.g = fh
+        """
+    )
+    s = summarise(ast.parse(src), "m", K, path="m.py")
+    assert [(h.attr, h.line, h.detail) for h in s.handles] == [("DB", 4, "h5py.File")]
+    assert {n: f.returns for n, f in s.functions.items()} == {
+        "rows": "generator",
+        "names": "generator",
+        "rng": "rng",
+        "model": "cuda",
+    }
+    assigns = [(a.attr, a.kind, a.detail) for a in s.classes["C"].methods["__init__"].assigns]
+    assert assigns == [("f", "factory", "h5py.File"), ("g", "other", "")]
+    back = ModuleSummary.from_json(json.loads(json.dumps(s.to_json())))
+    assert back == s
+
+
+def test_cycles_between_modules_end(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "setup.py": "",
+            "p/__init__.py": "",
+            "p/a.py": "from .b import B\nclass A(B):\n    pass\n",
+            "p/b.py": "from .a import A\nclass B(A):\n    pass\n",
+            "p/c.py": "from .c import X as Y\nfrom .c import Y as X\n",
+        },
+    )
+    ix = ProjectIndex(tmp_path, K)
+    chain, outside = ix.base_chain("p.a.A")
+    assert [c.qname for c in chain] == ["p.a.A", "p.b.B"] and outside == []
+    assert not ix.derives_from("p.a.A", is_torch_dataset)
+    assert ix.resolve_class("p.c.X") is None  # a re-export loop resolves to nothing
+
+
+def test_src_layout(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "src/lib/__init__.py": "from lib.core import Base\n",
+            "src/lib/core.py": "import torch.utils.data as tud\nclass Base(tud.IterableDataset):\n    pass\n",
+            "scripts/run.py": "from lib import Base\nclass R(Base):\n    pass\n",
+        },
+    )
+    ix = ProjectIndex(tmp_path, K)
+    assert ix.module_for(str(tmp_path / "src/lib/core.py")) == ("lib.core", False)
+    assert ix.module_for(str(tmp_path / "scripts/run.py")) == ("scripts.run", False)
+    assert ix.derives_from("scripts.run.R", is_torch_dataset)
+
+
+def test_syntax_error_in_one_module_others_still_summarised(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "q/__init__.py": "",
+            "q/bad.py": "def broken(:\n",
+            "q/good.py": "class G:\n    pass\n",
+        },
+    )
+    ix = ProjectIndex(tmp_path, K)
+    ix.summarise_all(str(p) for p in sorted(tmp_path.rglob("*.py")))
+    assert ix.summaries["q.bad"].error == "syntax error at line 1"
+    assert ix.errors == [f"{Path('q/bad.py')}: index: skipped: syntax error at line 1"]
+    assert "G" in ix.summaries["q.good"].classes
+
+
+def test_cache_hits_and_one_changed_file(project: Path) -> None:
+    files = [str(p) for p in sorted(project.rglob("*.py"))]
+    cold = ProjectIndex(project, K, project / ".forksafe_cache")
+    cold.summarise_all(files)
+    assert (cold.summarised, cold.cache_hits) == (len(files), 0)
+    warm = ProjectIndex(project, K, project / ".forksafe_cache")
+    warm.summarise_all(files)
+    assert (warm.summarised, warm.cache_hits) == (0, len(files))
+    assert warm.summaries["pkg.data.base"] == cold.summaries["pkg.data.base"]
+    (project / "pkg/data/coco.py").write_text("class Coco:\n    pass\n")
+    again = ProjectIndex(project, K, project / ".forksafe_cache")
+    again.summarise_all(files)
+    assert (again.summarised, again.cache_hits) == (1, len(files) - 1)
+
+
+def test_analysis_uses_the_index_for_bases_in_other_modules(project: Path) -> None:
+    from flake8_forksafe.analysis import Analysis
+    from flake8_forksafe.engine import parse
+
+    path = project / "pkg/models/voc.py"
+    text = path.read_text()
+    alone = Analysis(parse(text), K, str(path))
+    assert alone.dataset_classes == []
+    ix = ProjectIndex(project, K)
+    a = Analysis(parse(text), K, str(path), ix)
+    assert [c.name for c in a.dataset_classes] == ["Voc"]
+    ref = a.base_method(a.module_classes["Voc"], "_load")
+    assert (ref.cls, ref.path, ref.line) == ("pkg.data.base.DetectionBase", str(Path("pkg/data/base.py")), 12)
+
+
+def forksafe(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "flake8_forksafe", "check", *args], cwd=cwd, capture_output=True, text=True
+    )
+
+
+def test_check_reports_a_handle_opened_by_a_base_in_another_module(tmp_path: Path, tmp_path_factory) -> None:
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "det/__init__.py": "",
+            "det/data/__init__.py": "from .base import DetectionBase\n",
+            "det/data/base.py": """\
+                import lmdb
+
+
+                class DetectionBase:
+                    def __init__(self, root):
+                        self.root = root
+                        self._load()
+
+                    def _load(self):
+                        self.env = lmdb.open(self.root, readonly=True)
+                """,
+            "det/coco.py": """\
+                from torch.utils.data import Dataset
+
+                from det.data import DetectionBase
+
+
+                class Coco(DetectionBase, Dataset):
+                    def __getitem__(self, i):
+                        return self.env.begin().get(b"%d" % i)
+                """,
+        },
+    )
+    r = forksafe(tmp_path, ".", "--no-cache")
+    assert r.returncode == 1, r.stderr
+    assert r.stdout.splitlines() == [
+        f"{Path('det/coco.py')}:6:1: FRK101 lmdb.open() kept in self.env is opened on the parent side "
+        f"(opened in base class DetectionBase._load, {Path('det/data/base.py')}:10)",
+        "Found 1 finding.",
+    ]
+    # the same file alone, outside its project: the base is unknown, nothing to report
+    alone = write(tmp_path_factory.mktemp("alone"), {"coco.py": (tmp_path / "det/coco.py").read_text()})
+    alone = forksafe(alone, "coco.py", "--no-cache")
+    assert alone.returncode == 0 and alone.stdout == ""
+
+
+def test_check_finds_a_dataset_whose_base_is_in_another_module(tmp_path: Path) -> None:
+    # FRK301 on a class whose only dataset evidence is a base in another module (the pre-filter
+    # alone would skip the file: no dataset word in it)
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "m/__init__.py": "",
+            "m/base.py": "from torch.utils.data import Dataset as D\n\n\nclass Base(D):\n    pass\n",
+            "m/gpu.py": """\
+                import torch
+
+                from .base import Base
+
+
+                class OnGpu(Base):
+                    def __init__(self):
+                        self.x = torch.zeros(3).cuda()
+
+                    def __getitem__(self, i):
+                        return self.x[i]
+                """,
+        },
+    )
+    r = forksafe(tmp_path, ".", "--no-cache", "--select", "FRK301")
+    assert r.returncode == 1, r.stderr
+    assert [line.split(" ", 2)[:2] for line in r.stdout.splitlines() if " FRK" in line] == [[f"{Path('m/gpu.py')}:8:18:", "FRK301"]]
+
+
+def test_base_reporting_itself_is_not_repeated_in_subclasses(project: Path) -> None:
+    # DetectionBase is a dataset and its own __init__ opens the env: base.py reports it, coco.py does not
+    r = forksafe(project, ".", "--no-cache", "--select", "FRK101")
+    paths = [line.split(":", 1)[0] for line in r.stdout.splitlines() if " FRK" in line]
+    assert paths == [str(Path("pkg/data/base.py"))], r.stdout
+
+
+def test_warm_check_uses_the_index_cache(project: Path) -> None:
+    def entries() -> set:
+        return {p.name for p in (project / ".forksafe_cache").glob("index-v*/*/*.json")}
+
+    first = forksafe(project, ".")
+    cold = entries()
+    assert len(cold) >= 3  # base.py, coco.py, the re-exporting __init__.py at least
+    second = forksafe(project, ".")
+    assert first.stdout == second.stdout and first.stdout
+    assert entries() == cold  # nothing summarised again
+    coco = project / "pkg/data/coco.py"
+    coco.write_text(coco.read_text() + "\n# edited\n")
+    forksafe(project, ".")
+    assert len(entries() - cold) == 1  # the changed file, and only it
+
+
+def test_flake8_plugin_uses_the_project(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "setup.cfg": "",
+            "det/__init__.py": "",
+            "det/base.py": "import h5py\n\n\nclass Base:\n    def __init__(self, p):\n        self.f = h5py.File(p)\n",
+            "det/ds.py": "from torch.utils.data import Dataset\nfrom det.base import Base\n\n\nclass D(Base, Dataset):\n    pass\n",
+        },
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "flake8", "--select", "FRK", "det/ds.py"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert r.stdout.startswith(
+        "det/ds.py:5:1: FRK101 h5py.File() kept in self.f is opened on the parent side "
+        f"(opened in base class Base.__init__, {Path('det/base.py')}:6)"
+    ), r.stdout + r.stderr
+    assert len(r.stdout.splitlines()) == 1
