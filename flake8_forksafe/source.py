@@ -112,7 +112,9 @@ def _syntax_message(text: str, exc: cst.ParserSyntaxError) -> str:
         compile(text, "<checked>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as err:
         return f"skipped: syntax error at line {err.lineno}, column {err.offset or 0}: {err.msg}"
-    except (RecursionError, MemoryError, ValueError):
+    except ValueError as err:  # a null byte, before Python 3.12
+        return f"skipped: syntax error: {_one_line(err)[:160]}"
+    except (RecursionError, MemoryError):
         return "skipped: syntax error: nesting too deep"
     first = (exc.message or "invalid syntax").splitlines()[0]
     return f"skipped: syntax not supported by the parser at line {exc.raw_line}: {first[:160]}"

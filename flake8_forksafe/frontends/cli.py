@@ -225,7 +225,15 @@ def syntax_error_finding(text: str, path: str) -> Optional[Finding]:
         line = err.lineno or 1
         col = max(0, (err.offset or 1) - 1)
         return Finding(path=path, line=line, col=col, code=SYNTAX_ERROR, message=f"syntax error ({err.msg})", name="syntax-error")
-    except (RecursionError, MemoryError, ValueError):
+    except ValueError:  # Python < 3.12 raises ValueError, not SyntaxError, for a null byte
+        at = text.find("\0")
+        if at < 0:
+            return None
+        line = text.count("\n", 0, at) + 1
+        col = at - (text.rfind("\n", 0, at) + 1)
+        message = "syntax error (source code string cannot contain null bytes)"
+        return Finding(path=path, line=line, col=col, code=SYNTAX_ERROR, message=message, name="syntax-error")
+    except (RecursionError, MemoryError):
         return None
     return None
 
