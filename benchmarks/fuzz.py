@@ -1,6 +1,7 @@
 """Long hypothesmith fuzzing run: the properties of tests/test_fuzz.py with many more examples.
 
     python benchmarks/fuzz.py --examples 2000 [--seed N] [--only check|fix|text|mutate]
+    python benchmarks/fuzz.py --minutes 30 --examples 300   # rounds of every property until 30 min pass
 
 ``mutate`` takes the real files of ``fixtures/`` and ``tests/corpus/`` and mutates them (lines
 deleted, duplicated, swapped or truncated; indentation turned into tabs, mixed tabs or form feeds;
@@ -85,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--examples", type=int, default=1000, help="examples per property")
     ap.add_argument("--seed", type=int, default=None, help="fixed seed (reproducible run)")
+    ap.add_argument("--minutes", type=float, default=0,
+                    help="keep running rounds (each property, --examples each, new random examples) "
+                         "until this many minutes have passed; 0: one round")
     ap.add_argument("--only", choices=("check", "fix", "text", "mutate"), action="append",
                     help="run only these properties (repeatable; default: all)")
     args = ap.parse_args(argv)
@@ -148,23 +152,34 @@ def main(argv: list[str] | None = None) -> int:
     chosen = args.only or ["check", "fix", "text", "mutate"]
     table = {"check": check, "fix": fix, "text": text, "mutate": mutate}
     failed = []
-    for name in chosen:
-        test = table[name]
-        if args.seed is not None:
-            test = seed(args.seed)(test)
-        counter["n"], counter["t0"] = 0, time.perf_counter()
-        print(f"{name}: up to {args.examples} examples", flush=True)
-        try:
-            test()
-        except Exception as exc:  # report and go on with the other properties
-            failed.append(name)
-            print(f"{name}: FAILED: {type(exc).__name__}: {exc}", flush=True)
-            for note in getattr(exc, "__notes__", ()):  # Hypothesis's falsifying example
-                print(f"    {note}", flush=True)
-            traceback.print_exception(exc, limit=-6)
-        else:
-            dt = time.perf_counter() - counter["t0"]
-            print(f"{name}: OK, {counter['n']} runs in {dt:.0f} s", flush=True)
+    start = time.perf_counter()
+    total = {name: 0 for name in chosen}
+    rounds = 0
+    while True:
+        rounds += 1
+        for name in chosen:
+            test = table[name]
+            if args.seed is not None:
+                test = seed(args.seed + rounds - 1)(test)
+            counter["n"], counter["t0"] = 0, time.perf_counter()
+            print(f"{name}: up to {args.examples} examples (round {rounds})", flush=True)
+            try:
+                test()
+            except Exception as exc:  # report and go on with the other properties
+                failed.append(name)
+                print(f"{name}: FAILED: {type(exc).__name__}: {exc}", flush=True)
+                for note in getattr(exc, "__notes__", ()):  # Hypothesis's falsifying example
+                    print(f"    {note}", flush=True)
+                traceback.print_exception(exc, limit=-6)
+            else:
+                dt = time.perf_counter() - counter["t0"]
+                print(f"{name}: OK, {counter['n']} runs in {dt:.0f} s", flush=True)
+            total[name] += counter["n"]
+        if failed or time.perf_counter() - start >= args.minutes * 60:
+            break
+    minutes = (time.perf_counter() - start) / 60
+    print(f"fuzz: {rounds} round(s) in {minutes:.1f} min; examples run: "
+          + ", ".join(f"{k} {v}" for k, v in total.items()) + f"; {sum(total.values())} in all")
     if failed:
         print(f"fuzz: failed properties: {', '.join(failed)}")
         return 1
