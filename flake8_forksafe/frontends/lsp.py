@@ -33,6 +33,7 @@ Code actions
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import logging
 import os
@@ -48,11 +49,10 @@ from pygls.uris import to_fs_path
 
 from flake8_forksafe import __version__
 from flake8_forksafe.config import Config, ConfigError, load_pyproject
-from flake8_forksafe.engine import check_source
 from flake8_forksafe.model import DOCS_URL, SAFE, UNSAFE, Finding, SourceError
-from flake8_forksafe.noqa import NOQA_INLINE
+from flake8_forksafe.noqa import NOQA_INLINE, noqa_suppresses
 
-DEBOUNCE_S = 0.3
+DEBOUNCE_S = 0.15  # seconds of quiet after a change before the document is checked
 SOURCE = "forksafe"
 FIX_ALL_KIND = "source.fixAll.forksafe"
 FIX_ALL_TITLE = "Fix all safe forksafe findings"
@@ -166,17 +166,29 @@ def project_index(path: Optional[str], text: str, cfg: Config):
     return ix
 
 
-def lint(text: str, path: str, cfg: Config) -> Tuple[Optional[List[Finding]], Optional[str]]:
+def lint(uri: str, text: str, path: str, cfg: Config, full: bool = False) -> Tuple[Optional[List[Finding]], Optional[str]]:
     """(findings, None); or (None, why) when the document cannot be checked as it is now: it does
-    not parse (half-typed code: not worth a message), or a check failed (an internal error)."""
+    not parse (half-typed code: not worth a message), or a check failed (an internal error).
+    Runs in the isolated child, which remembers each document between calls
+    (``lsp_incremental``): ``full`` (open, save) re-analyses whatever changed."""
+    from flake8_forksafe.frontends import lsp_incremental
+
     try:
-        return check_source(text, path, cfg, index=project_index(path, text, cfg)), None
+        found, _how = lsp_incremental.check(uri, text, path, cfg, project_index(path, text, cfg), full=full)
+        return found, None
     except SourceError:
         return None, None
     except RecursionError:
         return None, None
     except Exception as exc:  # a bug of ours must not cost the user the server
         return None, f"forksafe: {path}: internal error ({_one_line(exc)}); please report it"
+
+
+def forget(uri: str) -> None:
+    """Drop what the child remembers of a closed document."""
+    from flake8_forksafe.frontends import lsp_incremental
+
+    lsp_incremental.forget(uri)
 
 
 def rule_of(code: str) -> Any:
@@ -194,6 +206,7 @@ class DocState:
         self.findings: Optional[List[Finding]] = None
         self.published: List[T.Diagnostic] = []  # the last diagnostics of a document that parsed
         self.pending: Optional[asyncio.Task] = None
+        self.pending_full = False  # the pending check re-analyses everything (open, save)
         self.fixes: Dict[Tuple[Any, ...], Any] = {}  # (version, ...) -> computed edits
 
 
@@ -253,23 +266,27 @@ class ForkSafeServer(LanguageServer):
         root = getattr(self.workspace, "root_path", None)
         return os.path.join(root, "untitled.py") if root else None
 
-    def schedule(self, uri: str, delay: float) -> None:
+    def schedule(self, uri: str, delay: float, full: bool = False) -> None:
+        """Check the document after ``delay`` seconds; a newer call cancels a pending one (the
+        debounce). ``full``: no reuse of the previous analysis (open, save)."""
         state = self.docs.setdefault(uri, DocState())
         if state.pending is not None and not state.pending.done():
             state.pending.cancel()
-        state.pending = asyncio.ensure_future(self._lint_and_publish(uri, delay))
+            full = full or state.pending_full  # a save's full check is not lost to a later change
+        state.pending_full = full
+        state.pending = asyncio.ensure_future(self._lint_and_publish(uri, delay, full))
 
-    async def _lint_and_publish(self, uri: str, delay: float) -> None:
+    async def _lint_and_publish(self, uri: str, delay: float, full: bool = False) -> None:
         try:
             if delay:
                 await asyncio.sleep(delay)
-            await self.refresh(uri)
+            await self.refresh(uri, full)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             self.log_line(f"forksafe: {uri}: internal error ({_one_line(exc)}); diagnostics left as they were", T.MessageType.Warning)
 
-    async def findings_for(self, uri: str) -> Tuple[Optional[int], str, Optional[List[Finding]], Config]:
+    async def findings_for(self, uri: str, full: bool = False) -> Tuple[Optional[int], str, Optional[List[Finding]], Config]:
         """(version, text, findings or None, config) of the document as it is now."""
         doc = self.workspace.get_text_document(uri)
         version, text = doc.version, doc.source
@@ -280,7 +297,7 @@ class ForkSafeServer(LanguageServer):
         if self.doc_path(uri):
             cfg = cfg.for_path(self.doc_path(uri))  # per-file-ignores (findings and fixes)
         state = self.docs.setdefault(uri, DocState())
-        if state.text == text and state.findings is not None and state.version == version:
+        if not full and state.text == text and state.findings is not None and state.version == version:
             return version, text, state.findings, cfg
         if self.crashed.get(uri) == hash(text):
             return version, text, None, cfg  # not again until the text changes
@@ -289,28 +306,31 @@ class ForkSafeServer(LanguageServer):
             self.crashed[uri] = hash(text)
             return None, f"forksafe: {self.check_path(uri)}: skipped: the analysis {reason}; not retried until the document changes"
 
-        found, problem = await self.isolated.run(died, lint, text, self.check_path(uri), cfg)
+        found, problem = await self.isolated.run(died, lint, uri, text, self.check_path(uri), cfg, full)
         if problem:
             self.log_line(problem, T.MessageType.Warning)
+        if found is not None and uri in self.docs:
+            current = self.workspace.get_text_document(uri)
+            if current.version == version and current.source == text:
+                if state.text != text:
+                    state.fixes = {}
+                state.version, state.text, state.findings = version, text, found
         return version, text, found, cfg
 
-    async def refresh(self, uri: str) -> None:
+    async def refresh(self, uri: str, full: bool = False) -> None:
         if uri not in self.docs:
             return  # closed meanwhile
-        version, text, found, _cfg = await self.findings_for(uri)
+        version, text, found, _cfg = await self.findings_for(uri, full)
         state = self.docs.get(uri)
         if state is None:
             return
         doc = self.workspace.get_text_document(uri)
         if doc.version != version or doc.source != text:
-            return  # edited while we were checking: the newer change brings its own check
+            return  # edited while we were checking: never publish for a stale version (the newer change brings its own check)
         if found is None:
             lines = split_lines(text)
             diagnostics = [d for d in state.published if d.range.start.line < len(lines)]
         else:
-            if state.text != text:
-                state.fixes = {}
-            state.version, state.text, state.findings = version, text, found
             diagnostics = [self.diagnostic(f, split_lines(text), doc) for f in found]
             state.published = diagnostics
         self.text_document_publish_diagnostics(
@@ -342,7 +362,18 @@ class ForkSafeServer(LanguageServer):
 
     # ------------------------------------------------------------------------- code actions
 
+    def resolves_edits(self) -> bool:
+        """The client resolves a code action's ``edit`` lazily (``codeAction/resolve``)."""
+        caps = self.client_capabilities
+        td = getattr(caps, "text_document", None) if caps else None
+        ca = getattr(td, "code_action", None) if td else None
+        rs = getattr(ca, "resolve_support", None) if ca else None
+        return bool(rs is not None and "edit" in (rs.properties or ()))
+
     async def code_actions(self, params: T.CodeActionParams) -> List[T.CodeAction]:
+        """The actions for the range, listed from the findings alone: each carries ``data`` to
+        find its finding again, and its edit is computed by ``resolve_action`` when the user
+        picks it (at once for a client that cannot resolve)."""
         uri = params.text_document.uri
         version, text, found, cfg = await self.findings_for(uri)
         if not found:
@@ -369,6 +400,79 @@ class ForkSafeServer(LanguageServer):
 
         actions: List[T.CodeAction] = []
         scoped = [f for f in found if in_scope(f)]
+
+        def data(kind: str, **more: Any) -> Dict[str, Any]:
+            return {"uri": uri, "version": version, "action": kind, **more}
+
+        if wanted(T.CodeActionKind.QuickFix):
+            done = set()
+            for f in scoped:
+                if f.fix not in (SAFE, UNSAFE) or f.code in done:
+                    continue
+                done.add(f.code)
+                rule = rule_of(f.code)
+                what = (getattr(rule, "fix_title", "") or getattr(rule, "name", "") or "apply the fix") if rule else "apply the fix"
+                actions.append(
+                    T.CodeAction(
+                        title=f"{f.code}: {what}" + (" (unsafe)" if f.fix == UNSAFE else ""),
+                        kind=T.CodeActionKind.QuickFix,
+                        diagnostics=[self.diagnostic(g, lines, doc) for g in found if g.code == f.code],  # all it fixes
+                        is_preferred=f.fix == SAFE,
+                        data=data("fix", code=f.code, unsafe=f.fix == UNSAFE),
+                    )
+                )
+            seen = set()
+            for f in scoped:
+                if (f.line, f.code) in seen:
+                    continue
+                seen.add((f.line, f.code))
+                actions.append(
+                    T.CodeAction(
+                        title=f"Suppress {f.code} with # noqa",
+                        kind=T.CodeActionKind.QuickFix,
+                        diagnostics=[self.diagnostic(f, lines, doc)],
+                        data=data("noqa", code=f.code, line=f.line),
+                    )
+                )
+
+        if wanted(FIX_ALL_KIND) and any(f.fix == SAFE or (f.fix == UNSAFE and cfg.unsafe_fixes) for f in found):
+            actions.append(
+                T.CodeAction(
+                    title=FIX_ALL_UNSAFE_TITLE if cfg.unsafe_fixes else FIX_ALL_TITLE,
+                    kind=FIX_ALL_KIND,
+                    data=data("fixall"),
+                )
+            )
+        if self.resolves_edits():
+            return actions
+        out = []
+        for action in actions:  # a client that cannot resolve gets the edits now (and only working ones)
+            action.edit = await self.action_edit(action.data)
+            if action.edit is not None:
+                action.data = None
+                out.append(action)
+        return out
+
+    async def resolve_action(self, action: T.CodeAction) -> T.CodeAction:
+        """``codeAction/resolve``: the edit of one listed action (none when the document changed
+        since, or the fix turns out to change nothing)."""
+        if action.edit is None and isinstance(action.data, dict):
+            action.edit = await self.action_edit(action.data)
+            if action.edit is None:
+                self.log_line(f"forksafe: {action.title}: nothing to apply to this version of the document", T.MessageType.Info)
+        return action
+
+    async def action_edit(self, data: Any) -> Optional[T.WorkspaceEdit]:
+        """The WorkspaceEdit of a listed action's ``data``, for the version it was listed for."""
+        if not isinstance(data, dict) or not isinstance(data.get("uri"), str):
+            return None
+        uri = data["uri"]
+        if uri not in self.docs:
+            return None
+        version, text, found, cfg = await self.findings_for(uri)
+        if found is None or version != data.get("version"):
+            return None
+        doc = self.workspace.get_text_document(uri)
         path = self.check_path(uri)
         state = self.docs.setdefault(uri, DocState())
 
@@ -378,57 +482,24 @@ class ForkSafeServer(LanguageServer):
                 state.fixes[key] = await self.isolated.run(lambda why: None, fn, *args)
             return state.fixes[key]
 
-        if wanted(T.CodeActionKind.QuickFix):
-            done = set()
-            for f in scoped:
-                if f.fix not in (SAFE, UNSAFE) or f.code in done:
-                    continue
-                done.add(f.code)
-                new = await cached(("fix", f.code), fixed_text, text, path, cfg, f.fix == UNSAFE, f.code)
-                if new is None:
-                    continue
-                rule = rule_of(f.code)
-                what = (getattr(rule, "fix_title", "") or getattr(rule, "name", "") or "apply the fix") if rule else "apply the fix"
-                title = f"{f.code}: {what}" + (" (unsafe)" if f.fix == UNSAFE else "")
-                actions.append(
-                    T.CodeAction(
-                        title=title,
-                        kind=T.CodeActionKind.QuickFix,
-                        diagnostics=[self.diagnostic(g, lines, doc) for g in found if g.code == f.code],  # all it fixes
-                        is_preferred=f.fix == SAFE,
-                        edit=self.whole_document_edit(uri, version, text, new, doc),
-                    )
-                )
-            seen = set()
-            for f in scoped:
-                if (f.line, f.code) in seen:
-                    continue
-                seen.add((f.line, f.code))
-                edit = await cached(("noqa", f.line, f.code), noqa_edit, text, path, cfg, f.line, f.code)
-                if edit is None:
-                    continue
-                line_idx, at, insert = edit
-                pos = T.Position(line=line_idx, character=doc.position_codec.client_num_units(lines[line_idx][:at]))
-                actions.append(
-                    T.CodeAction(
-                        title=f"Suppress {f.code} with # noqa",
-                        kind=T.CodeActionKind.QuickFix,
-                        diagnostics=[self.diagnostic(f, lines, doc)],
-                        edit=self.workspace_edit(uri, version, [T.TextEdit(range=T.Range(start=pos, end=pos), new_text=insert)]),
-                    )
-                )
-
-        if wanted(FIX_ALL_KIND) and any(f.fix == SAFE or (f.fix == UNSAFE and cfg.unsafe_fixes) for f in found):
+        kind, code = data.get("action"), data.get("code")
+        if kind == "fix" and any(f.code == code and f.fix in (SAFE, UNSAFE) for f in found):
+            unsafe = any(f.code == code and f.fix == UNSAFE for f in found)
+            new = await cached(("fix", code), fixed_text, text, path, cfg, unsafe, code)
+            return None if new is None else self.whole_document_edit(uri, version, text, new, doc)
+        if kind == "fixall" and any(f.fix == SAFE or (f.fix == UNSAFE and cfg.unsafe_fixes) for f in found):
             new = await cached(("fixall",), fixed_text, text, path, cfg, False, None)
-            if new is not None:
-                actions.append(
-                    T.CodeAction(
-                        title=FIX_ALL_UNSAFE_TITLE if cfg.unsafe_fixes else FIX_ALL_TITLE,
-                        kind=FIX_ALL_KIND,
-                        edit=self.whole_document_edit(uri, version, text, new, doc),
-                    )
-                )
-        return actions
+            return None if new is None else self.whole_document_edit(uri, version, text, new, doc)
+        line = data.get("line")
+        if kind == "noqa" and any(f.code == code and f.line == line for f in found):
+            edit = noqa_edit(text, path, cfg, line, code)  # a tokenize and an ast parse: no analysis
+            if edit is None:
+                return None
+            line_idx, at, insert = edit
+            lines = split_lines(text)
+            pos = T.Position(line=line_idx, character=doc.position_codec.client_num_units(lines[line_idx][:at]))
+            return self.workspace_edit(uri, version, [T.TextEdit(range=T.Range(start=pos, end=pos), new_text=insert)])
+        return None
 
     def whole_document_edit(self, uri: str, version: Optional[int], old: str, new: str, doc: Any) -> T.WorkspaceEdit:
         lines = split_lines(old)
@@ -473,7 +544,10 @@ def fixed_text(text: str, path: str, cfg: Config, unsafe: bool, code: Optional[s
 
 def noqa_edit(text: str, path: str, cfg: Config, line: int, code: str) -> Optional[Tuple[int, int, str]]:
     """(0-based line, code-point column, text to insert) that suppresses ``code`` on ``line``, or
-    None when no comment there would (checked by checking the edited document)."""
+    None when no comment there would: the ``# noqa`` must be a real comment (not text in a
+    multi-line string, not after a line continuation) that the engine reads as suppressing ``code``
+    on that line (``noqa.noqa_suppresses``, the engine's own test), and the edited document must
+    still parse. Checked with a tokenize and an ``ast`` parse, without analysing the document."""
     lines = split_lines(text)
     if not 0 < line <= len(lines):
         return None
@@ -483,24 +557,47 @@ def noqa_edit(text: str, path: str, cfg: Config, line: int, code: str) -> Option
         codes = m.group("codes")
         at = m.start("codes") + len(codes.rstrip(", \t"))
         insert = f", {code}"
+        hash_col = m.start()
     elif m is not None:
         return None  # a bare ``# noqa`` already suppresses everything on the line
     else:
         at = len(line_text.rstrip())
         insert = f"  # noqa: {code}"
+        hash_col = at + 2
     new_line = line_text[:at] + insert + line_text[at:]
+    if not noqa_suppresses(new_line, code):
+        return None
     # Rebuild the text with its own line endings.
     parts = _LINE_BREAK.split(text)
     seps = _LINE_BREAK.findall(text)
     parts[line - 1] = new_line
     new_text = "".join(p + (seps[i] if i < len(seps) else "") for i, p in enumerate(parts))
-    try:
-        after = check_source(new_text, path, cfg)
-    except (SourceError, RecursionError):
+    if not _comment_starts(new_text, line, hash_col, at + len(insert)):
         return None
-    if any(f.code == code and f.line == line for f in after):
+    try:
+        ast.parse(new_text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     return line - 1, at, insert
+
+
+def _comment_starts(text: str, line: int, col: int, upto: int) -> bool:
+    """A comment token starts at (``line``, ``col``) and reaches column ``upto``."""
+    import io
+    import tokenize
+
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.start[0] > line:
+                return False
+            if tok.type == tokenize.COMMENT and tok.start == (line, col):
+                return tok.end[0] == line and tok.end[1] >= upto
+            if tok.type == tokenize.STRING and tok.start[0] <= line <= tok.end[0] and tok.start[0] != tok.end[0]:
+                if (tok.start[0], tok.start[1]) < (line, col) < (tok.end[0], tok.end[1]):
+                    return False  # inside a multi-line string
+    except (tokenize.TokenError, SyntaxError, IndentationError, ValueError, RecursionError):
+        return False
+    return False
 
 
 # ------------------------------------------------------------------------------------- wiring
@@ -513,7 +610,7 @@ def create_server() -> ForkSafeServer:
     def did_open(ls: ForkSafeServer, params: T.DidOpenTextDocumentParams) -> None:
         uri = params.text_document.uri
         ls.docs[uri] = DocState()
-        ls.schedule(uri, 0)
+        ls.schedule(uri, 0, full=True)
 
     @server.feature(T.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: ForkSafeServer, params: T.DidChangeTextDocumentParams) -> None:
@@ -522,7 +619,7 @@ def create_server() -> ForkSafeServer:
     @server.feature(T.TEXT_DOCUMENT_DID_SAVE, T.SaveOptions(include_text=False))
     def did_save(ls: ForkSafeServer, params: T.DidSaveTextDocumentParams) -> None:
         if params.text_document.uri in ls.docs:
-            ls.schedule(params.text_document.uri, 0)
+            ls.schedule(params.text_document.uri, 0, full=True)
 
     @server.feature(T.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: ForkSafeServer, params: T.DidCloseTextDocumentParams) -> None:
@@ -530,11 +627,14 @@ def create_server() -> ForkSafeServer:
         state = ls.docs.pop(uri, None)
         if state is not None and state.pending is not None:
             state.pending.cancel()
+        ls.crashed.pop(uri, None)
         ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        if ls.isolated.started:
+            asyncio.ensure_future(ls.isolated.run(lambda why: None, forget, uri))  # the child's memory of it
 
     @server.feature(
         T.TEXT_DOCUMENT_CODE_ACTION,
-        T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=False),
+        T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=True),
     )
     async def code_action(ls: ForkSafeServer, params: T.CodeActionParams) -> List[T.CodeAction]:
         try:
@@ -542,6 +642,14 @@ def create_server() -> ForkSafeServer:
         except Exception as exc:
             ls.log_line(f"forksafe: code actions: internal error ({_one_line(exc)})", T.MessageType.Warning)
             return []
+
+    @server.feature(T.CODE_ACTION_RESOLVE)
+    async def code_action_resolve(ls: ForkSafeServer, action: T.CodeAction) -> T.CodeAction:
+        try:
+            return await ls.resolve_action(action)
+        except Exception as exc:
+            ls.log_line(f"forksafe: code action: internal error ({_one_line(exc)})", T.MessageType.Warning)
+            return action
 
     from flake8_forksafe.frontends.lsp_notebook import register as register_notebooks
 

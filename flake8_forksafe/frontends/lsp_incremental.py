@@ -1,0 +1,197 @@
+"""The language server's per-document memory: re-analyse only what an edit can change.
+
+Runs where the lints run (the server's isolated child, ``isolation.IsolatedLinter``): the memory of
+each open document lives in that process, keyed by URI, and is lost with it (a crash costs one
+run and the memory; the next run starts afresh).
+
+What is kept per document, and when it is used:
+
+* **The gate's per-statement facts** (``prefilter.stmt_fact``), keyed by the statement's own text:
+  after an edit, the pre-filter's verdict and the slicer's plan come from one ``ast`` parse and a
+  walk of the statements whose text changed only.
+* **The text libcst analysed and its findings.** The document is always reduced to the statements
+  a finding can involve (``slicing.reduce`` at any size; ``tests/test_slicing.py`` proves reduced
+  and whole give the same findings). When the reduced text of the new version is the one analysed
+  before (the edit touched only statements no finding can involve: an unrelated function, a
+  comment between them, blank lines), the previous findings are reused, their lines moved through
+  the two line maps: no libcst parse, no analysis.
+* When the gate says no finding is possible, the answer is empty without libcst (as ``check_source``).
+
+Anything else (an edit inside a dataset class, in module-level code, in an import...) is a full
+``engine.check_source`` of the reduced text. Reuse also needs the same configuration, path,
+``# flake8: noqa`` state and jupytext state, a document that is not tied to another module of the
+project through a base class (``engine.project_anchor``: then the document is analysed whole, as
+``check_source`` does), and no character ``str.splitlines`` counts as a line break where Python does
+not (the engine's ``# noqa`` lookup counts lines that way). ``full=True`` (open, save) never reuses.
+
+``tests/integrations/test_lsp_incremental.py`` edits documents at random and compares every
+version's answer with a fresh ``check_source``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import OrderedDict
+from dataclasses import replace
+from typing import Any, Dict, List, Optional, Tuple
+
+from flake8_forksafe import prefilter, slicing
+from flake8_forksafe.model import Finding
+
+MAX_DOCUMENTS = 32  # documents remembered (least recently used first out)
+_ODD_BREAKS = ("\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+StmtKey = Tuple[str, int, int]
+
+
+class Memo:
+    """What is remembered of one document between two lints."""
+
+    __slots__ = ("key", "facts", "analysed", "line_map", "findings", "context")
+
+    def __init__(self, key: Any) -> None:
+        self.key = key  # (path, config): anything else starts a new memo
+        self.facts: Dict[StmtKey, Tuple[prefilter.StmtFact, Dict[str, set]]] = {}
+        self.analysed: Optional[str] = None  # the (reduced) text libcst analysed last; None: no reuse
+        self.line_map: Optional[List[int]] = None
+        self.findings: List[Finding] = []
+        self.context: Any = None  # (interactive, file noqa) of that analysis
+
+
+_MEMOS: "OrderedDict[str, Memo]" = OrderedDict()
+STATS: Dict[str, int] = {"gate": 0, "reused": 0, "analysed": 0, "facts_reused": 0, "facts_walked": 0}
+
+
+def forget(uri: str) -> None:
+    _MEMOS.pop(uri, None)
+
+
+def _memo(uri: str, key: Any) -> Memo:
+    memo = _MEMOS.get(uri)
+    if memo is None or memo.key != key:
+        memo = Memo(key)
+        _MEMOS[uri] = memo
+    _MEMOS.move_to_end(uri)
+    while len(_MEMOS) > MAX_DOCUMENTS:
+        _MEMOS.popitem(last=False)
+    return memo
+
+
+def _moved(f: prefilter.StmtFact, start: int) -> prefilter.StmtFact:
+    """The same statement's facts, starting at line ``start``."""
+    if f.start == start:
+        return f
+    g = prefilter.StmtFact.__new__(prefilter.StmtFact)
+    for slot in prefilter.StmtFact.__slots__:
+        setattr(g, slot, getattr(f, slot))
+    g.end = f.end + (start - f.start)
+    g.start = start
+    return g
+
+
+def facts(text: str, k: Any, memo: Memo) -> Optional[prefilter.Facts]:
+    """``prefilter.facts_of_text(text, k)``, walking only the statements whose text is new."""
+    from flake8_forksafe.guard import too_deep
+
+    if len(text) > prefilter.CHUNK_ABOVE:
+        memo.facts = {}
+        return prefilter.facts_of_text(text, k)  # parsed in groups: memory first
+    if too_deep(text):
+        return None
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    lines = prefilter.split_lines(text)
+    old, new = memo.facts, {}
+    stmts: List[prefilter.StmtFact] = []
+    imports: Dict[str, set] = {}
+    for st in tree.body:
+        start = min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", ())])
+        end = st.end_lineno or st.lineno
+        key = ("".join(lines[start - 1 : end]), st.col_offset, st.end_col_offset or 0)
+        hit = new.get(key) or old.get(key)
+        if hit is None:
+            own: Dict[str, set] = {}
+            hit = (prefilter.stmt_fact(st, 0, own), own)
+            STATS["facts_walked"] += 1
+        else:
+            STATS["facts_reused"] += 1
+        new[key] = hit
+        fact, own = hit
+        stmts.append(_moved(fact, start))
+        for name, targets in own.items():
+            imports.setdefault(name, set()).update(targets)
+    memo.facts = new
+    return prefilter.Facts(stmts, imports, prefilter._names(k))
+
+
+def gate(text: str, k: Any, memo: Memo) -> prefilter.Gate:
+    """``prefilter.gate(text, k)`` with the remembered facts."""
+    if not prefilter.text_gate(text, k):
+        return prefilter.Gate(False)
+    f = facts(text, k, memo)
+    if f is None:
+        return prefilter.Gate(True, None, parsed=True)
+    return prefilter.Gate(f.could_have_findings(), f, parsed=True)
+
+
+def _context(text: str) -> Any:
+    from flake8_forksafe.noqa import file_noqa
+    from flake8_forksafe.notebook import is_jupytext
+
+    return (is_jupytext(text), file_noqa(text.splitlines()))
+
+
+def _remap(found: List[Finding], old_map: Optional[List[int]], new_map: Optional[List[int]]) -> Optional[List[Finding]]:
+    """The findings of the same reduced text, on the lines of the new document."""
+    where = {line: i for i, line in enumerate(old_map)} if old_map is not None else None
+    out = []
+    for f in found:
+        lines = []
+        for line in (f.line, f.end_line):
+            i = where.get(line) if where is not None else line - 1
+            if i is None or (new_map is not None and i >= len(new_map)):
+                return None
+            lines.append(new_map[i] if new_map is not None else i + 1)
+        out.append(f if lines == [f.line, f.end_line] else replace(f, line=lines[0], end_line=lines[1]))
+    return out
+
+
+def check(uri: str, text: str, path: str, cfg: Any, index: Any = None, full: bool = False) -> Tuple[List[Finding], str]:
+    """(findings of ``text``, how: "gate" | "reused" | "analysed"); the same findings as
+    ``engine.check_source(text, path, cfg, index=index)``. Raises what check_source raises."""
+    from flake8_forksafe.engine import check_source, project_anchor
+    from flake8_forksafe.source import decode
+
+    text = decode(text, path)
+    memo = _memo(uri, (path, cfg))
+    k = cfg.knowledge
+    verdict = gate(text, k, memo)
+    anchored = index is not None and project_anchor(index, path, cfg, text)
+    if not verdict.passes and not anchored:
+        memo.analysed = None
+        STATS["gate"] += 1
+        return [], "gate"
+    plan = None
+    if verdict.passes and not anchored and verdict.facts is not None and not any(c in text for c in _ODD_BREAKS):
+        plan = slicing.reduce(text, k, 0, verdict)
+        context = _context(text)
+        if not full and memo.analysed is not None and plan[0] == memo.analysed and context == memo.context:
+            moved = _remap(memo.findings, memo.line_map, plan[1])
+            if moved is not None:
+                memo.line_map, memo.findings = plan[1], moved
+                STATS["reused"] += 1
+                return moved, "reused"
+    memo.analysed = None
+    found = check_source(text, path, cfg, index=index, slice_above=0, verdict=verdict)
+    if plan is not None:
+        memo.analysed, memo.line_map, memo.findings, memo.context = plan[0], plan[1], found, _context(text)
+    STATS["analysed"] += 1
+    return found, "analysed"
+
+
+def stats() -> Dict[str, int]:
+    return dict(STATS)
+
+
