@@ -1,0 +1,212 @@
+"""The language server re-analyses only what an edit can change (``frontends/lsp_incremental.py``):
+here documents are edited at random, version after version, and the server's incremental answer
+for every version is compared with a fresh ``engine.check_source`` of that version's text.
+
+The incremental checker is called in this process, as the server's child calls it; the test at
+the end drives the real server over stdio through edits that are answered by reuse."""
+
+from __future__ import annotations
+
+import ast
+import random
+import textwrap
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from flake8_forksafe.config import Config
+from flake8_forksafe.engine import check_source
+from flake8_forksafe.frontends import lsp_incremental
+from flake8_forksafe.model import SourceError
+from flake8_forksafe.source import decode
+from tests.helpers import fixture_files
+
+ALL = Config(select=("FRK", "FRK501"))
+CORPUS = sorted((Path(__file__).resolve().parents[1] / "corpus").glob("*.py"))
+
+UNRELATED = textwrap.dedent(
+    '''
+    def helper_{n}(values, scale={n}):
+        """Nothing to do with data loading."""
+        total = 0
+        for v in values:
+            total += v * scale
+        return total
+    '''
+)
+SNIPPETS = [
+    "",
+    "# a comment",
+    "# noqa: FRK101",
+    "x = 1",
+    "x = lambda: 0",
+    "import os",
+    "def f():\n    return open('p')",
+    "    self.extra = open(path)",
+    "    pass",
+    "if __name__ == '__main__':\n    main()",
+    "class Extra(Dataset):\n    def __init__(self):\n        self.f = open('x')",
+    "loader = DataLoader(ds, num_workers=2, worker_init_fn=lambda i: None)",
+    "# flake8: noqa",
+    "def (",
+    '"""',
+    "s = 'fork'",
+]
+
+
+def _outcome(fn):
+    try:
+        return [(f.code, f.line, f.col, f.end_line, f.end_col, f.message, f.fix) for f in fn()]
+    except SourceError as exc:
+        return ["error", exc.message]
+    except RecursionError:
+        return ["recursion"]
+
+
+def _edit(text: str, rng: random.Random) -> str:
+    lines = text.split("\n")
+    i = rng.randrange(len(lines) + 1)
+    op = rng.randrange(8)
+    if op == 0:  # a line from the snippets, anywhere
+        lines.insert(i, rng.choice(SNIPPETS))
+    elif op == 1 and lines:  # a line goes
+        del lines[min(i, len(lines) - 1)]
+    elif op == 2 and lines:  # a line is copied
+        j = min(i, len(lines) - 1)
+        lines.insert(j, lines[j])
+    elif op == 3:  # an unrelated function before a top-level line
+        tops = [k for k, line in enumerate(lines) if line[:1].isalpha()] or [0]
+        lines.insert(rng.choice(tops), UNRELATED.format(n=rng.randrange(100)))
+    elif op in (4, 6):  # typing inside an unrelated function
+        heads = [k for k, line in enumerate(lines) if line.startswith("def helper_")]
+        if heads:
+            lines.insert(rng.choice(heads) + 1, f"    y{rng.randrange(9)} = {rng.randrange(99)}")
+    elif op == 5 and lines:  # a character changes
+        j = min(i, len(lines) - 1)
+        line = lines[j]
+        if line:
+            k = rng.randrange(len(line))
+            lines[j] = line[:k] + rng.choice("abx_ (:.#") + line[k + 1 :]
+    else:  # blank lines
+        lines[i:i] = [""] * rng.randrange(1, 3)
+    return "\n".join(lines)
+
+
+def _documents() -> List[tuple]:
+    """Each fixture and corpus file, and some composed of several with unrelated code between
+    (where reuse applies)."""
+    files = fixture_files() + CORPUS
+    docs = [(p.parent.name + "/" + p.name, decode(p.read_bytes())) for p in files]
+    rng = random.Random(7)
+    for n in range(6):
+        parts = rng.sample(files, 3)
+        text = "\n\n".join(
+            decode(p.read_bytes()) + UNRELATED.format(n=10 * n + i) for i, p in enumerate(parts)
+        )
+        docs.append((f"composed-{n}", text))
+    return docs
+
+
+DOCS = _documents()
+EDITS = 6
+
+
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _versions(name: str, text: str, edits: int):
+    """The document's versions: random edits, each to the last version that parsed (a broken
+    version is followed by the user's fixing it, not by more edits to the broken text)."""
+    rng = random.Random(name)
+    good = text
+    yield text
+    for _ in range(edits):
+        text = _edit(good, rng)
+        if _parses(text):
+            good = text
+        yield text
+
+
+def _compare(name: str, text: str, edits: int) -> List[str]:
+    uri = f"file:///incremental/{name}"
+    path = "x.py"
+    lsp_incremental.forget(uri)
+    hows = []
+    for version, text in enumerate(_versions(name, text, edits)):
+        want = _outcome(lambda: check_source(text, path, ALL))
+        how = []
+        got = _outcome(lambda: how.append(lsp_incremental.check(uri, text, path, ALL, full=version == 0)) or how[-1][0])
+        assert got == want, (name, version, text)
+        hows.append(how[-1][1] if how else "error")
+    lsp_incremental.forget(uri)
+    return hows
+
+
+@pytest.mark.parametrize("name,text", DOCS[::3], ids=lambda v: v if isinstance(v, str) and len(v) < 80 else None)
+def test_random_edits_give_the_findings_of_a_fresh_check(name, text):
+    _compare(name, text, EDITS)
+
+
+def test_random_edits_of_composed_documents_reuse_and_match():
+    """Documents made of several files with unrelated functions between: most edits there are
+    answered by reuse, and every answer is that of a fresh check."""
+    hows = []
+    for name, text in DOCS:
+        if name.startswith("composed"):
+            hows += _compare(name, text, 12)
+    assert hows.count("reused") >= 5, hows
+    assert hows.count("analysed") >= 5, hows
+
+
+def test_reuse_happens_and_is_exact():
+    """An edit in a function no finding can involve is answered without libcst, and its findings
+    moved by the lines the edit added; one in a dataset class is analysed again."""
+    parts = [decode(p.read_bytes()) for p in CORPUS if p.name in ("det_coco_lmdb.py", "sqlite_caption_dataset.py")]
+    text = parts[0] + UNRELATED.format(n=1) + "\n" + parts[1]
+    uri = "file:///incremental/reuse"
+    lsp_incremental.forget(uri)
+    first, how = lsp_incremental.check(uri, text, "x.py", ALL, full=True)
+    assert how == "analysed" and first
+    head = text.index("def helper_1")
+    edited = text[:head] + text[head:].replace("total = 0\n", "total = 0\n    # two lines\n\n    total += 1\n", 1)
+    again, how = lsp_incremental.check(uri, edited, "x.py", ALL)
+    assert how == "reused"
+    assert again == check_source(edited, "x.py", ALL)
+    below = [f for f in first if f.line > text[:head].count("\n")]
+    assert below and [f.line + 3 for f in below] == [f.line for f in again if f.line > text[:head].count("\n") + 3]
+    # inside the dataset: analysed again
+    inside = edited.replace("self.env = lmdb.open(", "self.env2 = lmdb.open(", 1)
+    assert inside != edited
+    found, how = lsp_incremental.check(uri, inside, "x.py", ALL)
+    assert how == "analysed" and found == check_source(inside, "x.py", ALL)
+    # the same text opened again (full): analysed, not reused
+    assert lsp_incremental.check(uri, inside, "x.py", ALL, full=True)[1] == "analysed"
+    # no finding possible: the gate answers
+    assert lsp_incremental.check(uri, "x = 1\n", "x.py", ALL) == ([], "gate")
+    lsp_incremental.forget(uri)
+
+
+def test_gate_facts_are_those_of_the_prefilter():
+    from flake8_forksafe import prefilter, slicing
+
+    for name, text in DOCS[::4]:
+        memo = lsp_incremental.Memo(None)
+        rng = random.Random(name)
+        for _ in range(3):
+            want = prefilter.facts_of_text(text, ALL.knowledge)
+            got = lsp_incremental.facts(text, ALL.knowledge, memo)
+            if want is None:
+                assert got is None
+            else:
+                assert got is not None
+                assert [(s.start, s.end, s.name, s.guard) for s in got.stmts] == [(s.start, s.end, s.name, s.guard) for s in want.stmts]
+                assert {k: sorted(v) for k, v in got.imports.items()} == {k: sorted(v) for k, v in want.imports.items()}
+                assert got.could_have_findings() == want.could_have_findings()
+                assert slicing.dropped_spans(got) == slicing.dropped_spans(want)
+            text = _edit(text, rng)
