@@ -210,3 +210,90 @@ def test_gate_facts_are_those_of_the_prefilter():
                 assert got.could_have_findings() == want.could_have_findings()
                 assert slicing.dropped_spans(got) == slicing.dropped_spans(want)
             text = _edit(text, rng)
+
+
+# ------------------------------------------------------------------ the real server over stdio
+
+import attrs  # noqa: E402
+import pytest_lsp  # noqa: E402
+from lsprotocol import types as T  # noqa: E402
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
+
+from tests.integrations._lsp import apply_edit, code_actions, make_client, open_document, published  # noqa: E402
+from tests.integrations._util import HAZARD, tool  # noqa: E402
+
+
+def _no_resolve_capabilities() -> T.ClientCapabilities:
+    """VS Code's capabilities less ``codeAction.resolveSupport`` (a client that cannot resolve)."""
+    caps = client_capabilities("visual-studio-code")
+    action = attrs.evolve(caps.text_document.code_action, resolve_support=None)
+    return attrs.evolve(caps, text_document=attrs.evolve(caps.text_document, code_action=action))
+
+
+@pytest_lsp.fixture(
+    scope="module",
+    config=ClientServerConfig(server_command=[tool("forksafe"), "lsp"], client_factory=make_client),
+)
+async def client(lsp_client: LanguageClient, tmp_path_factory):
+    root = tmp_path_factory.mktemp("lsp-incremental")
+    await lsp_client.initialize_session(
+        T.InitializeParams(capabilities=_no_resolve_capabilities(), root_uri=root.as_uri())
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+def _change(client: LanguageClient, uri: str, version: int, text: str) -> None:
+    client.text_document_did_change(
+        T.DidChangeTextDocumentParams(
+            text_document=T.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[T.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_server_diagnostics_follow_random_edits(client: LanguageClient, tmp_path: Path):
+    """Edits sent one by one (each waited for) and in bursts (only the last version's diagnostics
+    count): every published version's diagnostics are those of a fresh check of that version."""
+    name, text = next(d for d in DOCS if d[0] == "composed-1")
+    doc = tmp_path / "composed.py"
+    doc.write_text(text, encoding="utf-8")
+    uri = doc.as_uri()
+    texts = {1: text}
+    await open_document(client, doc, text)
+    version = 1
+    rng = random.Random(3)
+    for step, text in enumerate(list(_versions(name, text, 10))[1:]):
+        version += 1
+        texts[version] = text
+        mark = len(client.published)
+        _change(client, uri, version, text)
+        if step % 3 != 2:
+            await published(client, uri, mark, version)
+        else:  # a burst: two more versions at once
+            for _ in range(2):
+                version += 1
+                text = _edit(text, rng)
+                texts[version] = text
+                _change(client, uri, version, text)
+            await published(client, uri, mark, version)
+    for p in client.published:
+        if p.uri != uri:
+            continue
+        want = _outcome(lambda: check_source(texts[p.version], str(doc), ALL))
+        if want and want[0] == "error":
+            continue  # a version that does not parse keeps the last diagnostics
+        default = [w for w in _outcome(lambda: check_source(texts[p.version], str(doc)))]
+        assert [(d.code, d.range.start.line + 1, d.message) for d in p.diagnostics] == [(w[0], w[1], w[5]) for w in default], p.version
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_client_without_resolve_gets_the_edits_at_once(client: LanguageClient, tmp_path: Path):
+    doc = tmp_path / "data.py"
+    doc.write_text(HAZARD, encoding="utf-8")
+    diags = await open_document(client, doc, HAZARD)
+    actions = await code_actions(client, doc, diags[0].range, [diags[0]], resolve=False)
+    assert len(actions) == 3 and all(a.edit is not None and a.data is None for a in actions)
+    fixed = apply_edit(HAZARD, next(a for a in actions if a.title.startswith("FRK101: ")).edit, doc.as_uri(), version=1)
+    assert fixed != HAZARD and "FRK101" not in {f.code for f in check_source(fixed, str(doc))}
