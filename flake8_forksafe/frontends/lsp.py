@@ -176,8 +176,10 @@ def lint(uri: str, text: str, path: str, cfg: Config, full: bool = False) -> Tup
     try:
         found, _how = lsp_incremental.check(uri, text, path, cfg, project_index(path, text, cfg), full=full)
         return found, None
-    except SourceError:
-        return None, None
+    except SourceError as exc:
+        if exc.message.startswith("skipped: syntax error"):
+            return None, None  # half-typed code: not worth a message
+        return None, f"forksafe: {path}: {exc.message}"  # too deep, too big, not decodable: say why, once
     except RecursionError:
         return None, None
     except Exception as exc:  # a bug of ours must not cost the user the server
@@ -207,6 +209,7 @@ class DocState:
         self.published: List[T.Diagnostic] = []  # the last diagnostics of a document that parsed
         self.pending: Optional[asyncio.Task] = None
         self.pending_full = False  # the pending check re-analyses everything (open, save)
+        self.noted: Optional[str] = None  # the last one-line problem logged for the document
         self.fixes: Dict[Tuple[Any, ...], Any] = {}  # (version, ...) -> computed edits
 
 
@@ -307,8 +310,9 @@ class ForkSafeServer(LanguageServer):
             return None, f"forksafe: {self.check_path(uri)}: skipped: the analysis {reason}; not retried until the document changes"
 
         found, problem = await self.isolated.run(died, lint, uri, text, self.check_path(uri), cfg, full)
-        if problem:
-            self.log_line(problem, T.MessageType.Warning)
+        if problem and problem != state.noted:
+            self.log_line(problem, T.MessageType.Warning)  # once, not at every keystroke
+        state.noted = problem
         if found is not None and uri in self.docs:
             current = self.workspace.get_text_document(uri)
             if current.version == version and current.source == text:
