@@ -157,13 +157,23 @@ def excluded(path: Optional[str], cfg: Config, workspace_root: Optional[str] = N
 def project_index(path: Optional[str], text: str, cfg: Config):
     """The index of the document's project (one per project root for the server's life), with the
     open document's own summary taken from its unsaved text."""
+    ix = _index(path, cfg)
+    if ix is not None:
+        ix.update_text(path, text)
+    return ix
+
+
+def _index(path: Optional[str], cfg: Config):
     if not path or not path.endswith(".py") or not os.path.isfile(path):
         return None  # an untitled buffer: the file alone
     from flake8_forksafe.index import index_for
 
-    ix = index_for(path, cfg.knowledge, use_cache=False)
-    ix.update_text(path, text)
-    return ix
+    return index_for(path, cfg.knowledge, use_cache=False)
+
+
+# path -> (text, config) of open documents whose summary in the index lags behind their text
+# (checked by reuse, which does not need it): brought up to date before another document is checked.
+_LAGGING: Dict[str, Tuple[str, Config]] = {}
 
 
 def lint(uri: str, text: str, path: str, cfg: Config, full: bool = False) -> Tuple[Optional[List[Finding]], Optional[str]]:
@@ -174,7 +184,23 @@ def lint(uri: str, text: str, path: str, cfg: Config, full: bool = False) -> Tup
     from flake8_forksafe.frontends import lsp_incremental
 
     try:
-        found, _how = lsp_incremental.check(uri, text, path, cfg, project_index(path, text, cfg), full=full)
+        for other in [p for p in _LAGGING if p != path]:
+            lag_text, lag_cfg = _LAGGING.pop(other)
+            lagging = _index(other, lag_cfg)
+            if lagging is not None:
+                lagging.update_text(other, lag_text)
+        ix = _index(path, cfg)
+        done = []
+
+        def refresh() -> None:
+            ix.update_text(path, text)
+            done.append(True)
+
+        found, _how = lsp_incremental.check(uri, text, path, cfg, ix, full=full, refresh=refresh)
+        if ix is not None and not done:
+            _LAGGING[path] = (text, cfg)
+        else:
+            _LAGGING.pop(path, None)
         return found, None
     except SourceError as exc:
         if exc.message.startswith("skipped: syntax error"):
@@ -586,7 +612,7 @@ def noqa_edit(text: str, path: str, cfg: Config, line: int, code: str) -> Option
 
 
 def _comment_starts(text: str, line: int, col: int, upto: int) -> bool:
-    """A comment token starts at (``line``, ``col``) and reaches column ``upto``."""
+    """Columns ``col`` to ``upto`` of ``line`` are inside a comment (tokenized: not text in a string)."""
     import io
     import tokenize
 
@@ -594,11 +620,8 @@ def _comment_starts(text: str, line: int, col: int, upto: int) -> bool:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             if tok.start[0] > line:
                 return False
-            if tok.type == tokenize.COMMENT and tok.start == (line, col):
-                return tok.end[0] == line and tok.end[1] >= upto
-            if tok.type == tokenize.STRING and tok.start[0] <= line <= tok.end[0] and tok.start[0] != tok.end[0]:
-                if (tok.start[0], tok.start[1]) < (line, col) < (tok.end[0], tok.end[1]):
-                    return False  # inside a multi-line string
+            if tok.type == tokenize.COMMENT and tok.start[0] == line and tok.start[1] <= col:
+                return tok.end[1] >= upto
     except (tokenize.TokenError, SyntaxError, IndentationError, ValueError, RecursionError):
         return False
     return False

@@ -33,7 +33,7 @@ from __future__ import annotations
 import ast
 from collections import OrderedDict
 from dataclasses import replace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from flake8_forksafe import prefilter, slicing
 from flake8_forksafe.model import Finding
@@ -42,16 +42,21 @@ MAX_DOCUMENTS = 32  # documents remembered (least recently used first out)
 _ODD_BREAKS = ("\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
 StmtKey = Tuple[str, int, int]
+# top-level statements whose change can change what the project index says of the module's classes
+_SUMMARISED = (ast.ClassDef, ast.Import, ast.ImportFrom)
 
 
 class Memo:
     """What is remembered of one document between two lints."""
 
-    __slots__ = ("key", "facts", "analysed", "line_map", "findings", "context")
+    __slots__ = ("key", "facts", "analysed", "line_map", "findings", "context", "classes_changed", "text", "order")
 
     def __init__(self, key: Any) -> None:
         self.key = key  # (path, config): anything else starts a new memo
-        self.facts: Dict[StmtKey, Tuple[prefilter.StmtFact, Dict[str, set]]] = {}
+        self.facts: Dict[StmtKey, Tuple[prefilter.StmtFact, Dict[str, set], bool]] = {}
+        self.classes_changed = True  # the last facts() saw a top-level class or import added, removed or edited
+        self.text: Optional[str] = None  # the text of ``order``
+        self.order: List[Tuple[StmtKey, prefilter.StmtFact, Dict[str, set], bool]] = []  # its statements, in order
         self.analysed: Optional[str] = None  # the (reduced) text libcst analysed last; None: no reuse
         self.line_map: Optional[List[int]] = None
         self.findings: List[Finding] = []
@@ -59,7 +64,7 @@ class Memo:
 
 
 _MEMOS: "OrderedDict[str, Memo]" = OrderedDict()
-STATS: Dict[str, int] = {"gate": 0, "reused": 0, "analysed": 0, "facts_reused": 0, "facts_walked": 0}
+STATS: Dict[str, int] = {"gate": 0, "reused": 0, "analysed": 0, "facts_reused": 0, "facts_walked": 0, "one_statement": 0}
 
 
 def forget(uri: str) -> None:
@@ -93,9 +98,14 @@ def facts(text: str, k: Any, memo: Memo) -> Optional[prefilter.Facts]:
     """``prefilter.facts_of_text(text, k)``, walking only the statements whose text is new."""
     from flake8_forksafe.guard import too_deep
 
+    memo.classes_changed = True
     if len(text) > prefilter.CHUNK_ABOVE:
         memo.facts = {}
         return prefilter.facts_of_text(text, k)  # parsed in groups: memory first
+    quick = _one_statement_changed(text, k, memo)
+    if quick is not None:
+        return quick
+    memo.text, memo.order = None, []
     if too_deep(text):
         return None
     try:
@@ -104,6 +114,8 @@ def facts(text: str, k: Any, memo: Memo) -> Optional[prefilter.Facts]:
         return None
     lines = prefilter.split_lines(text)
     old, new = memo.facts, {}
+    changed = not old
+    order: List[Tuple[StmtKey, prefilter.StmtFact, Dict[str, set], bool]] = []
     stmts: List[prefilter.StmtFact] = []
     imports: Dict[str, set] = {}
     for st in tree.body:
@@ -113,17 +125,84 @@ def facts(text: str, k: Any, memo: Memo) -> Optional[prefilter.Facts]:
         hit = new.get(key) or old.get(key)
         if hit is None:
             own: Dict[str, set] = {}
-            hit = (prefilter.stmt_fact(st, 0, own), own)
+            hit = (prefilter.stmt_fact(st, 0, own), own, isinstance(st, _SUMMARISED))
             STATS["facts_walked"] += 1
+            changed = changed or hit[2]
         else:
             STATS["facts_reused"] += 1
         new[key] = hit
-        fact, own = hit
+        fact, own, summarised = hit
         stmts.append(_moved(fact, start))
+        order.append((key, stmts[-1], own, summarised))
         for name, targets in own.items():
             imports.setdefault(name, set()).update(targets)
-    memo.facts = new
+    changed = changed or any(v[2] for key, v in old.items() if key not in new)
+    memo.facts, memo.classes_changed = new, changed
+    memo.text, memo.order = text, order
     return prefilter.Facts(stmts, imports, prefilter._names(k))
+
+
+def _one_statement_changed(text: str, k: Any, memo: Memo) -> Optional[prefilter.Facts]:
+    """The facts of ``text`` when it differs from the last text only inside one top-level
+    statement (alone on its lines), which still parses alone as one statement spanning the same
+    lines: only that statement is parsed and walked; the others keep their facts, moved by the
+    lines the edit added. None: not such an edit (the caller parses the whole text)."""
+    from flake8_forksafe.guard import too_deep
+
+    old_text, order = memo.text, memo.order
+    if old_text is None or not order or old_text == text:
+        return None
+    old = prefilter.split_lines(old_text)
+    new = prefilter.split_lines(text)
+    n = min(len(old), len(new))
+    p = 0
+    while p < n and old[p] == new[p]:
+        p += 1
+    q = 0
+    while q < n - p and old[-1 - q] == new[-1 - q]:
+        q += 1
+    first, last = p, len(old) - q  # old lines [first, last) (0-based) were replaced
+    delta = len(new) - len(old)
+    i = next((j for j, o in enumerate(order) if o[1].start - 1 <= first and last <= o[1].end), None)
+    if i is None:
+        return None
+    key, fact = order[i][0], order[i][1]
+    if key[1] != 0 or (i and order[i - 1][1].end >= fact.start) or (i + 1 < len(order) and order[i + 1][1].start <= fact.end):
+        return None  # shares a line with another statement (``a = 1; b = 2``)
+    seg_lines = new[fact.start - 1 : fact.end + delta]
+    if not seg_lines:
+        return None
+    seg = "".join(seg_lines)
+    if "__future__" in seg or too_deep(seg):
+        return None  # a future import's place, the depth limit: the whole text decides
+    try:
+        tree = ast.parse(seg)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if len(tree.body) != 1:
+        return None
+    st = tree.body[0]
+    start = min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", ())])
+    if start != 1 or st.col_offset != 0 or (st.end_lineno or st.lineno) != len(seg_lines):
+        return None
+    new_key = (seg, 0, st.end_col_offset or 0)
+    hit = memo.facts.get(new_key)
+    if hit is None:
+        own: Dict[str, set] = {}
+        hit = (prefilter.stmt_fact(st, fact.start - 1, own), own, isinstance(st, _SUMMARISED))
+        STATS["facts_walked"] += 1
+    new_order = order[:i] + [(new_key, _moved(hit[0], fact.start), hit[1], hit[2])]
+    new_order += [(kk, _moved(f, f.start + delta), o, c) for kk, f, o, c in order[i + 1 :]]
+    STATS["facts_reused"] += len(order) - 1
+    STATS["one_statement"] += 1
+    imports: Dict[str, set] = {}
+    for _key, _fact, own, _summarised in new_order:
+        for name, targets in own.items():
+            imports.setdefault(name, set()).update(targets)
+    memo.facts = {kk: (f, o, c) for kk, f, o, c in new_order}
+    memo.classes_changed = order[i][3] or hit[2]
+    memo.text, memo.order = text, new_order
+    return prefilter.Facts([f for _, f, _, _ in new_order], imports, prefilter._names(k))
 
 
 def gate(text: str, k: Any, memo: Memo) -> prefilter.Gate:
@@ -158,9 +237,16 @@ def _remap(found: List[Finding], old_map: Optional[List[int]], new_map: Optional
     return out
 
 
-def check(uri: str, text: str, path: str, cfg: Any, index: Any = None, full: bool = False) -> Tuple[List[Finding], str]:
+def check(
+    uri: str, text: str, path: str, cfg: Any, index: Any = None, full: bool = False, refresh: Optional[Callable[[], None]] = None
+) -> Tuple[List[Finding], str]:
     """(findings of ``text``, how: "gate" | "reused" | "analysed"); the same findings as
-    ``engine.check_source(text, path, cfg, index=index)``. Raises what check_source raises."""
+    ``engine.check_source(text, path, cfg, index=index)``. Raises what check_source raises.
+
+    ``refresh`` brings the index's summary of this module up to ``text`` (``update_text``); it
+    is called before anything reads the index, except on reuse when no top-level class or import
+    changed (nothing the gate's project anchor reads of this module changed): then the caller
+    may defer it (``how`` is "reused" and ``refresh`` was not called)."""
     from flake8_forksafe.engine import check_source, project_anchor
     from flake8_forksafe.source import decode
 
@@ -168,10 +254,16 @@ def check(uri: str, text: str, path: str, cfg: Any, index: Any = None, full: boo
     memo = _memo(uri, (path, cfg))
     k = cfg.knowledge
     verdict = gate(text, k, memo)
+    refreshed = False
+    if index is not None and refresh is not None and (full or memo.classes_changed or memo.analysed is None):
+        refresh()
+        refreshed = True
     anchored = index is not None and project_anchor(index, path, cfg, text)
     if not verdict.passes and not anchored:
         memo.analysed = None
         STATS["gate"] += 1
+        if index is not None and refresh is not None and not refreshed:
+            refresh()
         return [], "gate"
     plan = None
     if verdict.passes and not anchored and verdict.facts is not None and not any(c in text for c in _ODD_BREAKS):
@@ -184,6 +276,8 @@ def check(uri: str, text: str, path: str, cfg: Any, index: Any = None, full: boo
                 STATS["reused"] += 1
                 return moved, "reused"
     memo.analysed = None
+    if index is not None and refresh is not None and not refreshed:
+        refresh()
     found = check_source(text, path, cfg, index=index, slice_above=0, verdict=verdict)
     if plan is not None:
         memo.analysed, memo.line_map, memo.findings, memo.context = plan[0], plan[1], found, _context(text)

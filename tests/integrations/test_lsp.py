@@ -438,3 +438,5 @@ async def test_noqa_is_not_offered_inside_a_multiline_string_or_after_a_continua
     assert noqa_edit(text, "x.py", cfg, 6, "FRK101") == (5, 5, "  # noqa: FRK101")
     assert noqa_edit('s = "# noqa: E501"\n', "x.py", cfg, 1, "FRK101") is None  # a string, not a comment
     assert noqa_edit("z = 3  # noqa: E501\n", "x.py", cfg, 1, "FRK101") == (0, 19, ", FRK101")
+    # after a comment already there: the noqa joins that comment
+    assert noqa_edit("z = 3  # why\n", "x.py", cfg, 1, "FRK101") == (0, 12, "  # noqa: FRK101")

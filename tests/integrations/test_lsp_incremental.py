@@ -192,24 +192,66 @@ def test_reuse_happens_and_is_exact():
     lsp_incremental.forget(uri)
 
 
-def test_gate_facts_are_those_of_the_prefilter():
-    from flake8_forksafe import prefilter, slicing
+def _facts_summary(f):
+    from flake8_forksafe import slicing
 
-    for name, text in DOCS[::4]:
-        memo = lsp_incremental.Memo(None)
-        rng = random.Random(name)
-        for _ in range(3):
-            want = prefilter.facts_of_text(text, ALL.knowledge)
-            got = lsp_incremental.facts(text, ALL.knowledge, memo)
-            if want is None:
-                assert got is None
-            else:
-                assert got is not None
-                assert [(s.start, s.end, s.name, s.guard) for s in got.stmts] == [(s.start, s.end, s.name, s.guard) for s in want.stmts]
-                assert {k: sorted(v) for k, v in got.imports.items()} == {k: sorted(v) for k, v in want.imports.items()}
-                assert got.could_have_findings() == want.could_have_findings()
-                assert slicing.dropped_spans(got) == slicing.dropped_spans(want)
-            text = _edit(text, rng)
+    if f is None:
+        return None
+    return (
+        [
+            (s.start, s.end, s.name, s.guard, sorted(s.names), sorted(s.attrs), s.imports, s.lambdas, s.local_defs,
+             s.globals, s.fork, s.literal, len(s.calls), list(s.bases))
+            for s in f.stmts
+        ],
+        {k: sorted(v) for k, v in f.imports.items()},
+        f.could_have_findings(),
+        slicing.dropped_spans(f),
+    )
+
+
+def _same_facts_along(texts) -> None:
+    from flake8_forksafe import prefilter
+
+    memo = lsp_incremental.Memo(None)
+    for text in texts:
+        got = _facts_summary(lsp_incremental.facts(text, ALL.knowledge, memo))
+        assert got == _facts_summary(prefilter.facts_of_text(text, ALL.knowledge)), text
+
+
+def test_gate_facts_are_those_of_the_prefilter():
+    before = lsp_incremental.stats()["one_statement"]
+    for name, text in DOCS[::2]:
+        _same_facts_along(_versions(name, text, 6))
+    assert lsp_incremental.stats()["one_statement"] > before  # the one-statement path was taken
+
+
+BASE = "import os\n\n\ndef f(x):\n    return x\n\n\nclass C:\n    pass\n\na = 1; b = 2\nz = 3\n"
+
+
+@pytest.mark.parametrize(
+    "edited",
+    [
+        BASE.replace("    return x\n", "    y = lambda: x\n    return y\n"),  # inside a def
+        BASE.replace("    return x\n", "    return x\n    z = 1\n"),  # a line appended to a body
+        BASE.replace("    return x\n", "    return x\n# comment\n"),  # a comment after it: not part of it
+        BASE.replace("    return x\n", "    return x\nq = 1\n"),  # a new statement after it
+        BASE.replace("def f(x):", "@decorate\ndef f(x):"),  # a decorator
+        BASE.replace("def f(x):", "x = 0\ndef f(x):"),  # a statement before it
+        BASE.replace("a = 1; b = 2", "a = 1; b = lambda: 2"),  # two statements on a line
+        BASE.replace("    return x\n", "    return '''x\n"),  # a string left open: the rest changes meaning
+        BASE.replace("    return x\n", "    return (x\n"),  # a bracket left open
+        BASE.replace("    return x\n", "    from __future__ import annotations\n"),
+        BASE.replace("class C:\n    pass", "class C(Dataset):\n    pass"),
+        BASE.replace("class C:\n    pass", "class C:\n    pass\nelse:\n    pass"),
+        BASE.replace("    return x\n", "    return x \\\n"),  # a line continuation at the end
+        BASE.replace("z = 3\n", "z = 3"),  # the last newline goes
+        BASE.replace("    pass\n", "    pass\n\f\n"),
+        BASE.replace("\n", "\r\n"),
+    ],
+)
+def test_one_statement_edits_give_the_prefilter_facts(edited):
+    assert edited != BASE
+    _same_facts_along([BASE, edited, BASE, edited])
 
 
 # ------------------------------------------------------------------ the real server over stdio
