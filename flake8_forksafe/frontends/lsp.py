@@ -2,10 +2,18 @@
 
 What it does
 ------------
-* Diagnostics on ``didOpen`` and ``didSave`` (at once) and on ``didChange`` (debounced: the document
-  is checked once it has been left alone for ``DEBOUNCE_S`` seconds). Each diagnostic has the rule
-  code, the message, the range of the reported node, ``source`` "forksafe" and a link to the rule's
-  documentation (``codeDescription.href``).
+* Diagnostics on ``didOpen`` and ``didSave`` (at once, a full analysis) and on ``didChange``
+  (debounced: the document is checked once it has been left alone for ``DEBOUNCE_S`` seconds; a
+  newer change cancels the pending check). Diagnostics are published only for the version they
+  were computed for (a check that finishes after a newer change publishes nothing). Each
+  diagnostic has the rule code, the message, the range of the reported node, ``source``
+  "forksafe" and a link to the rule's documentation (``codeDescription.href``).
+* The lints run in a child process (``isolation.IsolatedLinter``) that remembers each open
+  document (``lsp_incremental``): an edit re-parses only the top-level statement it is in for the
+  pre-filter's facts, and when it touched only statements no finding can involve, the previous
+  findings are reused (moved by the lines added) without libcst. A document skipped for a reason
+  other than a syntax error (nested too deep, too big, undecodable) gets that one line in the log,
+  once; a crash of the child costs that check only.
 * The configuration is ``[tool.flake8-forksafe]`` of the nearest ``pyproject.toml`` above the
   document (re-read when that file changes). Documents the configuration excludes (``exclude`` /
   ``extend-exclude``, and the default excludes: virtualenvs, ``site-packages``, build directories)
@@ -17,6 +25,12 @@ What it does
 
 Code actions
 ------------
+Listed from the findings alone, each with ``data`` (URI, version, kind, code, line) that finds its
+finding again; the edit is computed by ``codeAction/resolve`` when the user picks the action
+(``resolveProvider``), for the version it was listed for (none once the document changed). A
+client that does not announce ``codeAction.resolveSupport`` for ``edit`` gets the edits computed
+with the list, as before.
+
 * ``quickfix`` "FRKxxx: <fix title>": the rule's automatic fix, computed by the same machinery as
   ``forksafe fix`` (``fix_source`` restricted to that code), returned as one whole-document edit.
   Rule fixes work on the whole module, so the action fixes every finding of that code in the
@@ -27,8 +41,9 @@ Code actions
   safe fixes only, unless the project sets ``unsafe-fixes = true`` (then the title says so).
 * ``quickfix`` "Suppress FRKxxx with # noqa": appends ``  # noqa: FRKxxx`` to the reported line
   (two spaces, as PEP 8 / E261 want), or adds the code to the line's existing ``# noqa:`` list.
-  Offered only where the comment actually suppresses the finding (not after a line continuation
-  or inside a multi-line string).
+  Its edit is given only where the comment is a real comment that the engine reads as
+  suppressing the finding (checked by tokenizing and parsing the edited text: not after a line
+  continuation, not inside a multi-line string).
 """
 
 from __future__ import annotations
