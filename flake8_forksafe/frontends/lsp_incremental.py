@@ -49,7 +49,7 @@ _SUMMARISED = (ast.ClassDef, ast.Import, ast.ImportFrom)
 class Memo:
     """What is remembered of one document between two lints."""
 
-    __slots__ = ("key", "facts", "analysed", "line_map", "findings", "context", "classes_changed", "text", "order")
+    __slots__ = ("key", "facts", "analysed", "line_map", "findings", "context", "classes_changed", "text", "order", "deps")
 
     def __init__(self, key: Any) -> None:
         self.key = key  # (path, config): anything else starts a new memo
@@ -61,6 +61,7 @@ class Memo:
         self.line_map: Optional[List[int]] = None
         self.findings: List[Finding] = []
         self.context: Any = None  # (interactive, file noqa) of that analysis
+        self.deps: Optional[str] = None  # the index's digest of the modules its classes build on
 
 
 _MEMOS: "OrderedDict[str, Memo]" = OrderedDict()
@@ -208,6 +209,7 @@ def _one_statement_changed(text: str, k: Any, memo: Memo) -> Optional[prefilter.
 def gate(text: str, k: Any, memo: Memo) -> prefilter.Gate:
     """``prefilter.gate(text, k)`` with the remembered facts."""
     if not prefilter.text_gate(text, k):
+        memo.classes_changed = True  # not looked at: the index's summary is brought up to date
         return prefilter.Gate(False)
     f = facts(text, k, memo)
     if f is None:
@@ -220,6 +222,17 @@ def _context(text: str) -> Any:
     from flake8_forksafe.notebook import is_jupytext
 
     return (is_jupytext(text), file_noqa(text.splitlines()))
+
+
+def _deps(index: Any, path: str) -> Optional[str]:
+    """What the findings read of other modules: the digest of the modules the document's classes
+    build on (``ProjectIndex.dependency_digest``, the CLI cache's key for the same question)."""
+    if index is None:
+        return ""
+    try:
+        return index.dependency_digest(path)
+    except Exception:  # the index cannot say: no reuse
+        return None
 
 
 def _remap(found: List[Finding], old_map: Optional[List[int]], new_map: Optional[List[int]]) -> Optional[List[Finding]]:
@@ -244,9 +257,9 @@ def check(
     ``engine.check_source(text, path, cfg, index=index)``. Raises what check_source raises.
 
     ``refresh`` brings the index's summary of this module up to ``text`` (``update_text``); it
-    is called before anything reads the index, except on reuse when no top-level class or import
-    changed (nothing the gate's project anchor reads of this module changed): then the caller
-    may defer it (``how`` is "reused" and ``refresh`` was not called)."""
+    is called before anything reads the index, except when only the gate's project anchor reads it
+    and no top-level class or import changed (nothing the anchor reads of this module changed):
+    then (reuse, or the gate's "no finding possible") the caller may defer it."""
     from flake8_forksafe.engine import check_source, project_anchor
     from flake8_forksafe.source import decode
 
@@ -255,21 +268,26 @@ def check(
     k = cfg.knowledge
     verdict = gate(text, k, memo)
     refreshed = False
-    if index is not None and refresh is not None and (full or memo.classes_changed or memo.analysed is None):
+    if index is not None and refresh is not None and (full or memo.classes_changed):
         refresh()
         refreshed = True
     anchored = index is not None and project_anchor(index, path, cfg, text)
     if not verdict.passes and not anchored:
         memo.analysed = None
         STATS["gate"] += 1
-        if index is not None and refresh is not None and not refreshed:
-            refresh()
-        return [], "gate"
+        return [], "gate"  # read of the index: only the project anchor, as on reuse
     plan = None
     if verdict.passes and not anchored and verdict.facts is not None and not any(c in text for c in _ODD_BREAKS):
         plan = slicing.reduce(text, k, 0, verdict)
         context = _context(text)
-        if not full and memo.analysed is not None and plan[0] == memo.analysed and context == memo.context:
+        if (
+            not full
+            and memo.analysed is not None
+            and plan[0] == memo.analysed
+            and context == memo.context
+            and memo.deps is not None
+            and _deps(index, path) == memo.deps
+        ):
             moved = _remap(memo.findings, memo.line_map, plan[1])
             if moved is not None:
                 memo.line_map, memo.findings = plan[1], moved
@@ -281,6 +299,7 @@ def check(
     found = check_source(text, path, cfg, index=index, slice_above=0, verdict=verdict)
     if plan is not None:
         memo.analysed, memo.line_map, memo.findings, memo.context = plan[0], plan[1], found, _context(text)
+        memo.deps = _deps(index, path)
     STATS["analysed"] += 1
     return found, "analysed"
 

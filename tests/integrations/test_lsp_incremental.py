@@ -254,6 +254,47 @@ def test_one_statement_edits_give_the_prefilter_facts(edited):
     _same_facts_along([BASE, edited, BASE, edited])
 
 
+def test_an_edit_of_a_base_class_module_reaches_its_subclasses(tmp_path: Path):
+    """Another open document's unsaved edit (checked by reuse: its index summary lags) still reaches
+    the documents whose classes build on it: their next check is not a reuse of stale findings."""
+    from flake8_forksafe.frontends.lsp import lint
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (tmp_path / "pyproject.toml").write_text("")
+    (pkg / "__init__.py").write_text("")
+    base = (
+        "import lmdb\nfrom torch.utils.data import DataLoader\n\n\ndef _open(root):\n    return lmdb.open(root)\n\n\n"
+        "class Base:\n    def __init__(self, root):\n        self.env = _open(root)\n\n\n"
+        "def loader(ds):\n    return DataLoader(ds, num_workers=2)\n"
+    )
+    coco = "from torch.utils.data import Dataset\n\nfrom .base import Base\n\n\nclass Coco(Base, Dataset):\n    pass\n"
+    a, b = pkg / "base.py", pkg / "coco.py"
+    a.write_text(base)
+    b.write_text(coco)
+    cfg = Config()
+    assert lint("a", base, str(a), cfg, True) == ([], None)
+    (found,), _ = lint("b", coco, str(b), cfg, True)
+    assert found.code == "FRK101" and "base class Base.__init__" in found.message
+    edited = base.replace("return lmdb.open(root)", "return dict(root=root)")
+    before = lsp_incremental.stats()["reused"]
+    assert lint("a", edited, str(a), cfg) == ([], None)
+    assert lsp_incremental.stats()["reused"] == before + 1  # the edit in base.py was answered by reuse
+    for text in (coco + "\n", coco):  # the next checks of coco.py (an edit, and back)
+        assert lint("b", text, str(b), cfg) == (check_source(text, str(b), cfg, index=_fresh_index(b, text, {a: edited})), None)
+        assert lint("b", text, str(b), cfg)[0] == []
+
+
+def _fresh_index(path: Path, text: str, unsaved):
+    from flake8_forksafe.index import ProjectIndex, project_root
+
+    ix = ProjectIndex(project_root(str(path)), Config().knowledge)
+    for p, t in unsaved.items():
+        ix.update_text(str(p), t)
+    ix.update_text(str(path), text)
+    return ix
+
+
 # ------------------------------------------------------------------ the real server over stdio
 
 import attrs  # noqa: E402
