@@ -271,6 +271,7 @@ class ForkSafeServer(LanguageServer):
 
         self.isolated = IsolatedLinter()  # lints and fixes run in a child: a crash costs one run
         self.crashed: Dict[str, int] = {}  # uri -> hash of the text whose analysis crashed
+        self.warmed = False
 
     # Errors never reach the user as a pop-up with a traceback: one line in the log.
     def report_server_error(self, error: Exception, source: Any) -> None:
@@ -537,7 +538,8 @@ class ForkSafeServer(LanguageServer):
             return None if new is None else self.whole_document_edit(uri, version, text, new, doc)
         line = data.get("line")
         if kind == "noqa" and any(f.code == code and f.line == line for f in found):
-            edit = noqa_edit(text, path, cfg, line, code)  # a tokenize and an ast parse: no analysis
+            # a tokenize and an ast parse of the statement (no analysis), where the statements are known
+            edit = await cached(("noqa", line, code), noqa_edit_in_child, uri, text, path, cfg, line, code)
             if edit is None:
                 return None
             line_idx, at, insert = edit
@@ -587,12 +589,16 @@ def fixed_text(text: str, path: str, cfg: Config, unsafe: bool, code: Optional[s
     return result.source if isinstance(result.source, str) else None
 
 
-def noqa_edit(text: str, path: str, cfg: Config, line: int, code: str) -> Optional[Tuple[int, int, str]]:
+def noqa_edit(
+    text: str, path: str, cfg: Config, line: int, code: str, span: Optional[Tuple[int, int]] = None
+) -> Optional[Tuple[int, int, str]]:
     """(0-based line, code-point column, text to insert) that suppresses ``code`` on ``line``, or
     None when no comment there would: the ``# noqa`` must be a real comment (not text in a
     multi-line string, not after a line continuation) that the engine reads as suppressing ``code``
     on that line (``noqa.noqa_suppresses``, the engine's own test), and the edited document must
-    still parse. Checked with a tokenize and an ``ast`` parse, without analysing the document."""
+    still parse. Checked with a tokenize and an ``ast`` parse, without analysing the document.
+    ``span``: the 1-based first and last line of the top-level statement holding ``line`` (alone
+    on its lines): only that statement is tokenized and parsed."""
     lines = split_lines(text)
     if not 0 < line <= len(lines):
         return None
@@ -612,12 +618,13 @@ def noqa_edit(text: str, path: str, cfg: Config, line: int, code: str) -> Option
     new_line = line_text[:at] + insert + line_text[at:]
     if not noqa_suppresses(new_line, code):
         return None
-    # Rebuild the text with its own line endings.
+    # Rebuild the text with its own line endings (only the statement's lines, given its span).
+    first, last = span if span is not None and span[0] <= line <= span[1] <= len(lines) else (1, len(lines))
     parts = _LINE_BREAK.split(text)
     seps = _LINE_BREAK.findall(text)
     parts[line - 1] = new_line
-    new_text = "".join(p + (seps[i] if i < len(seps) else "") for i, p in enumerate(parts))
-    if not _comment_starts(new_text, line, hash_col, at + len(insert)):
+    new_text = "".join(parts[i] + (seps[i] if i < len(seps) else "") for i in range(first - 1, min(last, len(parts))))
+    if not _comment_starts(new_text, line - first + 1, hash_col, at + len(insert)):
         return None
     try:
         ast.parse(new_text)
@@ -642,6 +649,13 @@ def _comment_starts(text: str, line: int, col: int, upto: int) -> bool:
     return False
 
 
+def noqa_edit_in_child(uri: str, text: str, path: str, cfg: Config, line: int, code: str) -> Optional[Tuple[int, int, str]]:
+    """``noqa_edit`` where the lints run: the child knows the document's top-level statements."""
+    from flake8_forksafe.frontends import lsp_incremental
+
+    return noqa_edit(text, path, cfg, line, code, lsp_incremental.statement_span(uri, text, line))
+
+
 # ------------------------------------------------------------------------------------- wiring
 
 
@@ -653,6 +667,9 @@ def create_server() -> ForkSafeServer:
         uri = params.text_document.uri
         ls.docs[uri] = DocState()
         ls.schedule(uri, 0, full=True)
+        if not ls.warmed:  # the rule classes (fix titles for code actions) load while the child lints
+            ls.warmed = True
+            asyncio.get_running_loop().run_in_executor(ls.executor, rule_of, "FRK101")
 
     @server.feature(T.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: ForkSafeServer, params: T.DidChangeTextDocumentParams) -> None:

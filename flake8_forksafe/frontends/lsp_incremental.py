@@ -304,6 +304,21 @@ def check(
     return found, "analysed"
 
 
+def statement_span(uri: str, text: str, line: int) -> Optional[Tuple[int, int]]:
+    """(first, last) line of the top-level statement holding ``line`` in the document's last
+    checked text, when that is ``text`` and the statement is alone on its lines; else None."""
+    memo = _MEMOS.get(uri)
+    if memo is None or memo.text != text:
+        return None
+    order = memo.order
+    for i, (key, fact, _own, _summarised) in enumerate(order):
+        if fact.start <= line <= fact.end:
+            if key[1] != 0 or (i and order[i - 1][1].end >= fact.start) or (i + 1 < len(order) and order[i + 1][1].start <= fact.end):
+                return None
+            return fact.start, fact.end
+    return None
+
+
 def stats() -> Dict[str, int]:
     return dict(STATS)
 

@@ -440,3 +440,18 @@ async def test_noqa_is_not_offered_inside_a_multiline_string_or_after_a_continua
     assert noqa_edit("z = 3  # noqa: E501\n", "x.py", cfg, 1, "FRK101") == (0, 19, ", FRK101")
     # after a comment already there: the noqa joins that comment
     assert noqa_edit("z = 3  # why\n", "x.py", cfg, 1, "FRK101") == (0, 12, "  # noqa: FRK101")
+
+
+async def test_noqa_edit_within_the_statement_span_is_the_whole_text_one():
+    """Tokenizing and parsing only the statement that holds the line (the child knows the spans)
+    gives the same answer as the whole text."""
+    from flake8_forksafe.config import Config
+    from flake8_forksafe.frontends.lsp import noqa_edit
+
+    cfg = Config()
+    text = 'import os\n\n\nclass D:\n    s = """\n    x\n    """\n    y = 1 + \\\n        2\n    z = 3  # why\n\n\nw = 4\n'
+    for line in range(1, text.count("\n") + 1):
+        whole = noqa_edit(text, "x.py", cfg, line, "FRK101")
+        span = (4, 10) if 4 <= line <= 10 else (line, line)
+        assert noqa_edit(text, "x.py", cfg, line, "FRK101", span) == whole, line
+    assert noqa_edit(text, "x.py", cfg, 10, "FRK101", (4, 10)) == (9, 16, "  # noqa: FRK101")
