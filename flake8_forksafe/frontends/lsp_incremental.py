@@ -151,8 +151,11 @@ def _one_statement_changed(text: str, k: Any, memo: Memo) -> Optional[prefilter.
     from flake8_forksafe.guard import too_deep
 
     old_text, order = memo.text, memo.order
-    if old_text is None or not order or old_text == text:
+    if old_text is None or not order:
         return None
+    if old_text == text:  # checked again (a save): the same facts
+        memo.classes_changed = False
+        return _facts_of_order(order, k)
     old = prefilter.split_lines(old_text)
     new = prefilter.split_lines(text)
     n = min(len(old), len(new))
@@ -196,14 +199,18 @@ def _one_statement_changed(text: str, k: Any, memo: Memo) -> Optional[prefilter.
     new_order += [(kk, _moved(f, f.start + delta), o, c) for kk, f, o, c in order[i + 1 :]]
     STATS["facts_reused"] += len(order) - 1
     STATS["one_statement"] += 1
-    imports: Dict[str, set] = {}
-    for _key, _fact, own, _summarised in new_order:
-        for name, targets in own.items():
-            imports.setdefault(name, set()).update(targets)
     memo.facts = {kk: (f, o, c) for kk, f, o, c in new_order}
     memo.classes_changed = order[i][3] or hit[2]
     memo.text, memo.order = text, new_order
-    return prefilter.Facts([f for _, f, _, _ in new_order], imports, prefilter._names(k))
+    return _facts_of_order(new_order, k)
+
+
+def _facts_of_order(order: List[Tuple[StmtKey, prefilter.StmtFact, Dict[str, set], bool]], k: Any) -> prefilter.Facts:
+    imports: Dict[str, set] = {}
+    for _key, _fact, own, _summarised in order:
+        for name, targets in own.items():
+            imports.setdefault(name, set()).update(targets)
+    return prefilter.Facts([f for _, f, _, _ in order], imports, prefilter._names(k))
 
 
 def gate(text: str, k: Any, memo: Memo) -> prefilter.Gate:

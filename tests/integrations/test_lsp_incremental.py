@@ -251,7 +251,7 @@ BASE = "import os\n\n\ndef f(x):\n    return x\n\n\nclass C:\n    pass\n\na = 1;
 )
 def test_one_statement_edits_give_the_prefilter_facts(edited):
     assert edited != BASE
-    _same_facts_along([BASE, edited, BASE, edited])
+    _same_facts_along([BASE, BASE, edited, edited, BASE, edited])
 
 
 def test_an_edit_of_a_base_class_module_reaches_its_subclasses(tmp_path: Path):
