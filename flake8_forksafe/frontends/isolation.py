@@ -193,6 +193,11 @@ class IsolatedLinter:
     def __init__(self) -> None:
         self._pool: Any = None
 
+    @property
+    def started(self) -> bool:
+        """A child is running (it may remember documents: ``lsp_incremental``)."""
+        return self._pool is not None
+
     def _executor(self) -> Any:
         if self._pool is None:
             from concurrent.futures import ProcessPoolExecutor

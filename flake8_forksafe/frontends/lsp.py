@@ -2,10 +2,18 @@
 
 What it does
 ------------
-* Diagnostics on ``didOpen`` and ``didSave`` (at once) and on ``didChange`` (debounced: the document
-  is checked once it has been left alone for ``DEBOUNCE_S`` seconds). Each diagnostic has the rule
-  code, the message, the range of the reported node, ``source`` "forksafe" and a link to the rule's
-  documentation (``codeDescription.href``).
+* Diagnostics on ``didOpen`` and ``didSave`` (at once, a full analysis) and on ``didChange``
+  (debounced: the document is checked once it has been left alone for ``DEBOUNCE_S`` seconds; a
+  newer change cancels the pending check). Diagnostics are published only for the version they
+  were computed for (a check that finishes after a newer change publishes nothing). Each
+  diagnostic has the rule code, the message, the range of the reported node, ``source``
+  "forksafe" and a link to the rule's documentation (``codeDescription.href``).
+* The lints run in a child process (``isolation.IsolatedLinter``) that remembers each open
+  document (``lsp_incremental``): an edit re-parses only the top-level statement it is in for the
+  pre-filter's facts, and when it touched only statements no finding can involve, the previous
+  findings are reused (moved by the lines added) without libcst. A document skipped for a reason
+  other than a syntax error (nested too deep, too big, undecodable) gets that one line in the log,
+  once; a crash of the child costs that check only.
 * The configuration is ``[tool.flake8-forksafe]`` of the nearest ``pyproject.toml`` above the
   document (re-read when that file changes). Documents the configuration excludes (``exclude`` /
   ``extend-exclude``, and the default excludes: virtualenvs, ``site-packages``, build directories)
@@ -17,6 +25,12 @@ What it does
 
 Code actions
 ------------
+Listed from the findings alone, each with ``data`` (URI, version, kind, code, line) that finds its
+finding again; the edit is computed by ``codeAction/resolve`` when the user picks the action
+(``resolveProvider``), for the version it was listed for (none once the document changed). A
+client that does not announce ``codeAction.resolveSupport`` for ``edit`` gets the edits computed
+with the list, as before.
+
 * ``quickfix`` "FRKxxx: <fix title>": the rule's automatic fix, computed by the same machinery as
   ``forksafe fix`` (``fix_source`` restricted to that code), returned as one whole-document edit.
   Rule fixes work on the whole module, so the action fixes every finding of that code in the
@@ -27,12 +41,14 @@ Code actions
   safe fixes only, unless the project sets ``unsafe-fixes = true`` (then the title says so).
 * ``quickfix`` "Suppress FRKxxx with # noqa": appends ``  # noqa: FRKxxx`` to the reported line
   (two spaces, as PEP 8 / E261 want), or adds the code to the line's existing ``# noqa:`` list.
-  Offered only where the comment actually suppresses the finding (not after a line continuation
-  or inside a multi-line string).
+  Its edit is given only where the comment is a real comment that the engine reads as
+  suppressing the finding (checked by tokenizing and parsing the edited text: not after a line
+  continuation, not inside a multi-line string).
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import logging
 import os
@@ -48,11 +64,10 @@ from pygls.uris import to_fs_path
 
 from flake8_forksafe import __version__
 from flake8_forksafe.config import Config, ConfigError, load_pyproject
-from flake8_forksafe.engine import check_source
 from flake8_forksafe.model import DOCS_URL, SAFE, UNSAFE, Finding, SourceError
-from flake8_forksafe.noqa import NOQA_INLINE
+from flake8_forksafe.noqa import NOQA_INLINE, noqa_suppresses
 
-DEBOUNCE_S = 0.3
+DEBOUNCE_S = 0.15  # seconds of quiet after a change before the document is checked
 SOURCE = "forksafe"
 FIX_ALL_KIND = "source.fixAll.forksafe"
 FIX_ALL_TITLE = "Fix all safe forksafe findings"
@@ -157,26 +172,66 @@ def excluded(path: Optional[str], cfg: Config, workspace_root: Optional[str] = N
 def project_index(path: Optional[str], text: str, cfg: Config):
     """The index of the document's project (one per project root for the server's life), with the
     open document's own summary taken from its unsaved text."""
+    ix = _index(path, cfg)
+    if ix is not None:
+        ix.update_text(path, text)
+    return ix
+
+
+def _index(path: Optional[str], cfg: Config):
     if not path or not path.endswith(".py") or not os.path.isfile(path):
         return None  # an untitled buffer: the file alone
     from flake8_forksafe.index import index_for
 
-    ix = index_for(path, cfg.knowledge, use_cache=False)
-    ix.update_text(path, text)
-    return ix
+    return index_for(path, cfg.knowledge, use_cache=False)
 
 
-def lint(text: str, path: str, cfg: Config) -> Tuple[Optional[List[Finding]], Optional[str]]:
+# path -> (text, config) of open documents whose summary in the index lags behind their text
+# (checked by reuse, which does not need it): brought up to date before another document is checked.
+_LAGGING: Dict[str, Tuple[str, Config]] = {}
+
+
+def lint(uri: str, text: str, path: str, cfg: Config, full: bool = False) -> Tuple[Optional[List[Finding]], Optional[str]]:
     """(findings, None); or (None, why) when the document cannot be checked as it is now: it does
-    not parse (half-typed code: not worth a message), or a check failed (an internal error)."""
+    not parse (half-typed code: not worth a message), or a check failed (an internal error).
+    Runs in the isolated child, which remembers each document between calls
+    (``lsp_incremental``): ``full`` (open, save) re-analyses whatever changed."""
+    from flake8_forksafe.frontends import lsp_incremental
+
     try:
-        return check_source(text, path, cfg, index=project_index(path, text, cfg)), None
-    except SourceError:
-        return None, None
+        for other in [p for p in _LAGGING if p != path]:
+            lag_text, lag_cfg = _LAGGING.pop(other)
+            lagging = _index(other, lag_cfg)
+            if lagging is not None:
+                lagging.update_text(other, lag_text)
+        ix = _index(path, cfg)
+        done = []
+
+        def refresh() -> None:
+            ix.update_text(path, text)
+            done.append(True)
+
+        found, _how = lsp_incremental.check(uri, text, path, cfg, ix, full=full, refresh=refresh)
+        if ix is not None and not done:
+            _LAGGING[path] = (text, cfg)
+        else:
+            _LAGGING.pop(path, None)
+        return found, None
+    except SourceError as exc:
+        if exc.message.startswith("skipped: syntax error"):
+            return None, None  # half-typed code: not worth a message
+        return None, f"forksafe: {path}: {exc.message}"  # too deep, too big, not decodable: say why, once
     except RecursionError:
         return None, None
     except Exception as exc:  # a bug of ours must not cost the user the server
         return None, f"forksafe: {path}: internal error ({_one_line(exc)}); please report it"
+
+
+def forget(uri: str) -> None:
+    """Drop what the child remembers of a closed document."""
+    from flake8_forksafe.frontends import lsp_incremental
+
+    lsp_incremental.forget(uri)
 
 
 def rule_of(code: str) -> Any:
@@ -194,6 +249,8 @@ class DocState:
         self.findings: Optional[List[Finding]] = None
         self.published: List[T.Diagnostic] = []  # the last diagnostics of a document that parsed
         self.pending: Optional[asyncio.Task] = None
+        self.pending_full = False  # the pending check re-analyses everything (open, save)
+        self.noted: Optional[str] = None  # the last one-line problem logged for the document
         self.fixes: Dict[Tuple[Any, ...], Any] = {}  # (version, ...) -> computed edits
 
 
@@ -214,6 +271,7 @@ class ForkSafeServer(LanguageServer):
 
         self.isolated = IsolatedLinter()  # lints and fixes run in a child: a crash costs one run
         self.crashed: Dict[str, int] = {}  # uri -> hash of the text whose analysis crashed
+        self.warmed = False
 
     # Errors never reach the user as a pop-up with a traceback: one line in the log.
     def report_server_error(self, error: Exception, source: Any) -> None:
@@ -253,23 +311,27 @@ class ForkSafeServer(LanguageServer):
         root = getattr(self.workspace, "root_path", None)
         return os.path.join(root, "untitled.py") if root else None
 
-    def schedule(self, uri: str, delay: float) -> None:
+    def schedule(self, uri: str, delay: float, full: bool = False) -> None:
+        """Check the document after ``delay`` seconds; a newer call cancels a pending one (the
+        debounce). ``full``: no reuse of the previous analysis (open, save)."""
         state = self.docs.setdefault(uri, DocState())
         if state.pending is not None and not state.pending.done():
             state.pending.cancel()
-        state.pending = asyncio.ensure_future(self._lint_and_publish(uri, delay))
+            full = full or state.pending_full  # a save's full check is not lost to a later change
+        state.pending_full = full
+        state.pending = asyncio.ensure_future(self._lint_and_publish(uri, delay, full))
 
-    async def _lint_and_publish(self, uri: str, delay: float) -> None:
+    async def _lint_and_publish(self, uri: str, delay: float, full: bool = False) -> None:
         try:
             if delay:
                 await asyncio.sleep(delay)
-            await self.refresh(uri)
+            await self.refresh(uri, full)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             self.log_line(f"forksafe: {uri}: internal error ({_one_line(exc)}); diagnostics left as they were", T.MessageType.Warning)
 
-    async def findings_for(self, uri: str) -> Tuple[Optional[int], str, Optional[List[Finding]], Config]:
+    async def findings_for(self, uri: str, full: bool = False) -> Tuple[Optional[int], str, Optional[List[Finding]], Config]:
         """(version, text, findings or None, config) of the document as it is now."""
         doc = self.workspace.get_text_document(uri)
         version, text = doc.version, doc.source
@@ -280,7 +342,7 @@ class ForkSafeServer(LanguageServer):
         if self.doc_path(uri):
             cfg = cfg.for_path(self.doc_path(uri))  # per-file-ignores (findings and fixes)
         state = self.docs.setdefault(uri, DocState())
-        if state.text == text and state.findings is not None and state.version == version:
+        if not full and state.text == text and state.findings is not None and state.version == version:
             return version, text, state.findings, cfg
         if self.crashed.get(uri) == hash(text):
             return version, text, None, cfg  # not again until the text changes
@@ -289,28 +351,32 @@ class ForkSafeServer(LanguageServer):
             self.crashed[uri] = hash(text)
             return None, f"forksafe: {self.check_path(uri)}: skipped: the analysis {reason}; not retried until the document changes"
 
-        found, problem = await self.isolated.run(died, lint, text, self.check_path(uri), cfg)
-        if problem:
-            self.log_line(problem, T.MessageType.Warning)
+        found, problem = await self.isolated.run(died, lint, uri, text, self.check_path(uri), cfg, full)
+        if problem and problem != state.noted:
+            self.log_line(problem, T.MessageType.Warning)  # once, not at every keystroke
+        state.noted = problem
+        if found is not None and uri in self.docs:
+            current = self.workspace.get_text_document(uri)
+            if current.version == version and current.source == text:
+                if state.text != text:
+                    state.fixes = {}
+                state.version, state.text, state.findings = version, text, found
         return version, text, found, cfg
 
-    async def refresh(self, uri: str) -> None:
+    async def refresh(self, uri: str, full: bool = False) -> None:
         if uri not in self.docs:
             return  # closed meanwhile
-        version, text, found, _cfg = await self.findings_for(uri)
+        version, text, found, _cfg = await self.findings_for(uri, full)
         state = self.docs.get(uri)
         if state is None:
             return
         doc = self.workspace.get_text_document(uri)
         if doc.version != version or doc.source != text:
-            return  # edited while we were checking: the newer change brings its own check
+            return  # edited while we were checking: never publish for a stale version (the newer change brings its own check)
         if found is None:
             lines = split_lines(text)
             diagnostics = [d for d in state.published if d.range.start.line < len(lines)]
         else:
-            if state.text != text:
-                state.fixes = {}
-            state.version, state.text, state.findings = version, text, found
             diagnostics = [self.diagnostic(f, split_lines(text), doc) for f in found]
             state.published = diagnostics
         self.text_document_publish_diagnostics(
@@ -342,7 +408,18 @@ class ForkSafeServer(LanguageServer):
 
     # ------------------------------------------------------------------------- code actions
 
+    def resolves_edits(self) -> bool:
+        """The client resolves a code action's ``edit`` lazily (``codeAction/resolve``)."""
+        caps = self.client_capabilities
+        td = getattr(caps, "text_document", None) if caps else None
+        ca = getattr(td, "code_action", None) if td else None
+        rs = getattr(ca, "resolve_support", None) if ca else None
+        return bool(rs is not None and "edit" in (rs.properties or ()))
+
     async def code_actions(self, params: T.CodeActionParams) -> List[T.CodeAction]:
+        """The actions for the range, listed from the findings alone: each carries ``data`` to
+        find its finding again, and its edit is computed by ``resolve_action`` when the user
+        picks it (at once for a client that cannot resolve)."""
         uri = params.text_document.uri
         version, text, found, cfg = await self.findings_for(uri)
         if not found:
@@ -369,6 +446,79 @@ class ForkSafeServer(LanguageServer):
 
         actions: List[T.CodeAction] = []
         scoped = [f for f in found if in_scope(f)]
+
+        def data(kind: str, **more: Any) -> Dict[str, Any]:
+            return {"uri": uri, "version": version, "action": kind, **more}
+
+        if wanted(T.CodeActionKind.QuickFix):
+            done = set()
+            for f in scoped:
+                if f.fix not in (SAFE, UNSAFE) or f.code in done:
+                    continue
+                done.add(f.code)
+                rule = rule_of(f.code)
+                what = (getattr(rule, "fix_title", "") or getattr(rule, "name", "") or "apply the fix") if rule else "apply the fix"
+                actions.append(
+                    T.CodeAction(
+                        title=f"{f.code}: {what}" + (" (unsafe)" if f.fix == UNSAFE else ""),
+                        kind=T.CodeActionKind.QuickFix,
+                        diagnostics=[self.diagnostic(g, lines, doc) for g in found if g.code == f.code],  # all it fixes
+                        is_preferred=f.fix == SAFE,
+                        data=data("fix", code=f.code, unsafe=f.fix == UNSAFE),
+                    )
+                )
+            seen = set()
+            for f in scoped:
+                if (f.line, f.code) in seen:
+                    continue
+                seen.add((f.line, f.code))
+                actions.append(
+                    T.CodeAction(
+                        title=f"Suppress {f.code} with # noqa",
+                        kind=T.CodeActionKind.QuickFix,
+                        diagnostics=[self.diagnostic(f, lines, doc)],
+                        data=data("noqa", code=f.code, line=f.line),
+                    )
+                )
+
+        if wanted(FIX_ALL_KIND) and any(f.fix == SAFE or (f.fix == UNSAFE and cfg.unsafe_fixes) for f in found):
+            actions.append(
+                T.CodeAction(
+                    title=FIX_ALL_UNSAFE_TITLE if cfg.unsafe_fixes else FIX_ALL_TITLE,
+                    kind=FIX_ALL_KIND,
+                    data=data("fixall"),
+                )
+            )
+        if self.resolves_edits():
+            return actions
+        out = []
+        for action in actions:  # a client that cannot resolve gets the edits now (and only working ones)
+            action.edit = await self.action_edit(action.data)
+            if action.edit is not None:
+                action.data = None
+                out.append(action)
+        return out
+
+    async def resolve_action(self, action: T.CodeAction) -> T.CodeAction:
+        """``codeAction/resolve``: the edit of one listed action (none when the document changed
+        since, or the fix turns out to change nothing)."""
+        if action.edit is None and isinstance(action.data, dict):
+            action.edit = await self.action_edit(action.data)
+            if action.edit is None:
+                self.log_line(f"forksafe: {action.title}: nothing to apply to this version of the document", T.MessageType.Info)
+        return action
+
+    async def action_edit(self, data: Any) -> Optional[T.WorkspaceEdit]:
+        """The WorkspaceEdit of a listed action's ``data``, for the version it was listed for."""
+        if not isinstance(data, dict) or not isinstance(data.get("uri"), str):
+            return None
+        uri = data["uri"]
+        if uri not in self.docs:
+            return None
+        version, text, found, cfg = await self.findings_for(uri)
+        if found is None or version != data.get("version"):
+            return None
+        doc = self.workspace.get_text_document(uri)
         path = self.check_path(uri)
         state = self.docs.setdefault(uri, DocState())
 
@@ -378,57 +528,25 @@ class ForkSafeServer(LanguageServer):
                 state.fixes[key] = await self.isolated.run(lambda why: None, fn, *args)
             return state.fixes[key]
 
-        if wanted(T.CodeActionKind.QuickFix):
-            done = set()
-            for f in scoped:
-                if f.fix not in (SAFE, UNSAFE) or f.code in done:
-                    continue
-                done.add(f.code)
-                new = await cached(("fix", f.code), fixed_text, text, path, cfg, f.fix == UNSAFE, f.code)
-                if new is None:
-                    continue
-                rule = rule_of(f.code)
-                what = (getattr(rule, "fix_title", "") or getattr(rule, "name", "") or "apply the fix") if rule else "apply the fix"
-                title = f"{f.code}: {what}" + (" (unsafe)" if f.fix == UNSAFE else "")
-                actions.append(
-                    T.CodeAction(
-                        title=title,
-                        kind=T.CodeActionKind.QuickFix,
-                        diagnostics=[self.diagnostic(g, lines, doc) for g in found if g.code == f.code],  # all it fixes
-                        is_preferred=f.fix == SAFE,
-                        edit=self.whole_document_edit(uri, version, text, new, doc),
-                    )
-                )
-            seen = set()
-            for f in scoped:
-                if (f.line, f.code) in seen:
-                    continue
-                seen.add((f.line, f.code))
-                edit = await cached(("noqa", f.line, f.code), noqa_edit, text, path, cfg, f.line, f.code)
-                if edit is None:
-                    continue
-                line_idx, at, insert = edit
-                pos = T.Position(line=line_idx, character=doc.position_codec.client_num_units(lines[line_idx][:at]))
-                actions.append(
-                    T.CodeAction(
-                        title=f"Suppress {f.code} with # noqa",
-                        kind=T.CodeActionKind.QuickFix,
-                        diagnostics=[self.diagnostic(f, lines, doc)],
-                        edit=self.workspace_edit(uri, version, [T.TextEdit(range=T.Range(start=pos, end=pos), new_text=insert)]),
-                    )
-                )
-
-        if wanted(FIX_ALL_KIND) and any(f.fix == SAFE or (f.fix == UNSAFE and cfg.unsafe_fixes) for f in found):
+        kind, code = data.get("action"), data.get("code")
+        if kind == "fix" and any(f.code == code and f.fix in (SAFE, UNSAFE) for f in found):
+            unsafe = any(f.code == code and f.fix == UNSAFE for f in found)
+            new = await cached(("fix", code), fixed_text, text, path, cfg, unsafe, code)
+            return None if new is None else self.whole_document_edit(uri, version, text, new, doc)
+        if kind == "fixall" and any(f.fix == SAFE or (f.fix == UNSAFE and cfg.unsafe_fixes) for f in found):
             new = await cached(("fixall",), fixed_text, text, path, cfg, False, None)
-            if new is not None:
-                actions.append(
-                    T.CodeAction(
-                        title=FIX_ALL_UNSAFE_TITLE if cfg.unsafe_fixes else FIX_ALL_TITLE,
-                        kind=FIX_ALL_KIND,
-                        edit=self.whole_document_edit(uri, version, text, new, doc),
-                    )
-                )
-        return actions
+            return None if new is None else self.whole_document_edit(uri, version, text, new, doc)
+        line = data.get("line")
+        if kind == "noqa" and any(f.code == code and f.line == line for f in found):
+            # a tokenize and an ast parse of the statement (no analysis), where the statements are known
+            edit = await cached(("noqa", line, code), noqa_edit_in_child, uri, text, path, cfg, line, code)
+            if edit is None:
+                return None
+            line_idx, at, insert = edit
+            lines = split_lines(text)
+            pos = T.Position(line=line_idx, character=doc.position_codec.client_num_units(lines[line_idx][:at]))
+            return self.workspace_edit(uri, version, [T.TextEdit(range=T.Range(start=pos, end=pos), new_text=insert)])
+        return None
 
     def whole_document_edit(self, uri: str, version: Optional[int], old: str, new: str, doc: Any) -> T.WorkspaceEdit:
         lines = split_lines(old)
@@ -471,9 +589,16 @@ def fixed_text(text: str, path: str, cfg: Config, unsafe: bool, code: Optional[s
     return result.source if isinstance(result.source, str) else None
 
 
-def noqa_edit(text: str, path: str, cfg: Config, line: int, code: str) -> Optional[Tuple[int, int, str]]:
+def noqa_edit(
+    text: str, path: str, cfg: Config, line: int, code: str, span: Optional[Tuple[int, int]] = None
+) -> Optional[Tuple[int, int, str]]:
     """(0-based line, code-point column, text to insert) that suppresses ``code`` on ``line``, or
-    None when no comment there would (checked by checking the edited document)."""
+    None when no comment there would: the ``# noqa`` must be a real comment (not text in a
+    multi-line string, not after a line continuation) that the engine reads as suppressing ``code``
+    on that line (``noqa.noqa_suppresses``, the engine's own test), and the edited document must
+    still parse. Checked with a tokenize and an ``ast`` parse, without analysing the document.
+    ``span``: the 1-based first and last line of the top-level statement holding ``line`` (alone
+    on its lines): only that statement is tokenized and parsed."""
     lines = split_lines(text)
     if not 0 < line <= len(lines):
         return None
@@ -483,24 +608,52 @@ def noqa_edit(text: str, path: str, cfg: Config, line: int, code: str) -> Option
         codes = m.group("codes")
         at = m.start("codes") + len(codes.rstrip(", \t"))
         insert = f", {code}"
+        hash_col = m.start()
     elif m is not None:
         return None  # a bare ``# noqa`` already suppresses everything on the line
     else:
         at = len(line_text.rstrip())
         insert = f"  # noqa: {code}"
+        hash_col = at + 2
     new_line = line_text[:at] + insert + line_text[at:]
-    # Rebuild the text with its own line endings.
+    if not noqa_suppresses(new_line, code):
+        return None
+    # Rebuild the text with its own line endings (only the statement's lines, given its span).
+    first, last = span if span is not None and span[0] <= line <= span[1] <= len(lines) else (1, len(lines))
     parts = _LINE_BREAK.split(text)
     seps = _LINE_BREAK.findall(text)
     parts[line - 1] = new_line
-    new_text = "".join(p + (seps[i] if i < len(seps) else "") for i, p in enumerate(parts))
-    try:
-        after = check_source(new_text, path, cfg)
-    except (SourceError, RecursionError):
+    new_text = "".join(parts[i] + (seps[i] if i < len(seps) else "") for i in range(first - 1, min(last, len(parts))))
+    if not _comment_starts(new_text, line - first + 1, hash_col, at + len(insert)):
         return None
-    if any(f.code == code and f.line == line for f in after):
+    try:
+        ast.parse(new_text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     return line - 1, at, insert
+
+
+def _comment_starts(text: str, line: int, col: int, upto: int) -> bool:
+    """Columns ``col`` to ``upto`` of ``line`` are inside a comment (tokenized: not text in a string)."""
+    import io
+    import tokenize
+
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.start[0] > line:
+                return False
+            if tok.type == tokenize.COMMENT and tok.start[0] == line and tok.start[1] <= col:
+                return tok.end[1] >= upto
+    except (tokenize.TokenError, SyntaxError, IndentationError, ValueError, RecursionError):
+        return False
+    return False
+
+
+def noqa_edit_in_child(uri: str, text: str, path: str, cfg: Config, line: int, code: str) -> Optional[Tuple[int, int, str]]:
+    """``noqa_edit`` where the lints run: the child knows the document's top-level statements."""
+    from flake8_forksafe.frontends import lsp_incremental
+
+    return noqa_edit(text, path, cfg, line, code, lsp_incremental.statement_span(uri, text, line))
 
 
 # ------------------------------------------------------------------------------------- wiring
@@ -513,7 +666,10 @@ def create_server() -> ForkSafeServer:
     def did_open(ls: ForkSafeServer, params: T.DidOpenTextDocumentParams) -> None:
         uri = params.text_document.uri
         ls.docs[uri] = DocState()
-        ls.schedule(uri, 0)
+        ls.schedule(uri, 0, full=True)
+        if not ls.warmed:  # the rule classes (fix titles for code actions) load while the child lints
+            ls.warmed = True
+            asyncio.get_running_loop().run_in_executor(ls.executor, rule_of, "FRK101")
 
     @server.feature(T.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: ForkSafeServer, params: T.DidChangeTextDocumentParams) -> None:
@@ -522,7 +678,7 @@ def create_server() -> ForkSafeServer:
     @server.feature(T.TEXT_DOCUMENT_DID_SAVE, T.SaveOptions(include_text=False))
     def did_save(ls: ForkSafeServer, params: T.DidSaveTextDocumentParams) -> None:
         if params.text_document.uri in ls.docs:
-            ls.schedule(params.text_document.uri, 0)
+            ls.schedule(params.text_document.uri, 0, full=True)
 
     @server.feature(T.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: ForkSafeServer, params: T.DidCloseTextDocumentParams) -> None:
@@ -530,11 +686,14 @@ def create_server() -> ForkSafeServer:
         state = ls.docs.pop(uri, None)
         if state is not None and state.pending is not None:
             state.pending.cancel()
+        ls.crashed.pop(uri, None)
         ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        if ls.isolated.started:
+            asyncio.ensure_future(ls.isolated.run(lambda why: None, forget, uri))  # the child's memory of it
 
     @server.feature(
         T.TEXT_DOCUMENT_CODE_ACTION,
-        T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=False),
+        T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=True),
     )
     async def code_action(ls: ForkSafeServer, params: T.CodeActionParams) -> List[T.CodeAction]:
         try:
@@ -542,6 +701,14 @@ def create_server() -> ForkSafeServer:
         except Exception as exc:
             ls.log_line(f"forksafe: code actions: internal error ({_one_line(exc)})", T.MessageType.Warning)
             return []
+
+    @server.feature(T.CODE_ACTION_RESOLVE)
+    async def code_action_resolve(ls: ForkSafeServer, action: T.CodeAction) -> T.CodeAction:
+        try:
+            return await ls.resolve_action(action)
+        except Exception as exc:
+            ls.log_line(f"forksafe: code action: internal error ({_one_line(exc)})", T.MessageType.Warning)
+            return action
 
     from flake8_forksafe.frontends.lsp_notebook import register as register_notebooks
 

@@ -70,7 +70,9 @@ async def close_document(client: LanguageClient, path: Path) -> List[T.Diagnosti
     return list((await published(client, path.as_uri(), mark)).diagnostics)
 
 
-async def code_actions(client: LanguageClient, path: Path, rng: T.Range, diagnostics=(), only=None) -> List[T.CodeAction]:
+async def code_actions(client: LanguageClient, path: Path, rng: T.Range, diagnostics=(), only=None, resolve: bool = True) -> List[T.CodeAction]:
+    """The code actions for ``rng``; with ``resolve``, each listed without an edit is resolved
+    (``codeAction/resolve``), as an editor does when the user picks it."""
     result = await asyncio.wait_for(
         client.text_document_code_action_async(
             T.CodeActionParams(
@@ -81,7 +83,14 @@ async def code_actions(client: LanguageClient, path: Path, rng: T.Range, diagnos
         ),
         WAIT_S,
     )
-    return [a for a in (result or []) if isinstance(a, T.CodeAction)]
+    actions = [a for a in (result or []) if isinstance(a, T.CodeAction)]
+    if resolve:
+        actions = [await resolve_action(client, a) if a.edit is None else a for a in actions]
+    return actions
+
+
+async def resolve_action(client: LanguageClient, action: T.CodeAction) -> T.CodeAction:
+    return await asyncio.wait_for(client.code_action_resolve_async(action), WAIT_S)
 
 
 # ----------------------------------------------------------------------------- applying edits

@@ -24,6 +24,7 @@ from tests.integrations._lsp import (
     open_document,
     published,
     replace_document,
+    resolve_action,
     utf16_len,
 )
 from tests.integrations._util import CLEAN, HAZARD, hazard_spans, run, tool
@@ -395,3 +396,62 @@ async def test_base_class_in_another_module_of_the_project(client: LanguageClien
     # the unsaved text counts: without the base, nothing
     assert await replace_document(client, doc, src.replace("(Base, Dataset)", "(Dataset)"), 2) == []
     await close_document(client, doc)
+
+
+# ------------------------------------------------------------------- cheap listing, lazy edits
+
+
+async def test_code_actions_are_listed_without_edits_and_resolved_one_by_one(client: LanguageClient, proj: Path, tmp_path: Path):
+    """A client that resolves (VS Code does) gets the actions without their edits, each with the
+    data that finds its finding again; ``codeAction/resolve`` computes one action's edit."""
+    doc = write(proj / "data.py", HAZARD)
+    diags = await open_document(client, doc, HAZARD)
+    listed = await code_actions(client, doc, diags[0].range, [diags[0]], resolve=False)
+    fix_title = f"FRK101: {BY_CODE['FRK101'].fix_title}"
+    assert {a.title for a in listed} == {fix_title, "Suppress FRK101 with # noqa", FIX_ALL_TITLE}
+    assert all(a.edit is None and a.data["uri"] == doc.as_uri() and a.data["version"] == 1 for a in listed)
+    by_title = {a.title: a for a in listed}
+    assert by_title[fix_title].data["action"] == "fix" and by_title[fix_title].data["code"] == "FRK101"
+    assert by_title["Suppress FRK101 with # noqa"].data["line"] == diags[0].range.start.line + 1
+    resolved = await resolve_action(client, by_title[fix_title])
+    assert resolved.title == fix_title
+    assert apply_edit(HAZARD, resolved.edit, doc.as_uri(), version=1) == cli_fix(tmp_path, "data.py", HAZARD, "--select", "FRK101")
+    noqa = await resolve_action(client, by_title["Suppress FRK101 with # noqa"])
+    after = apply_edit(HAZARD, noqa.edit, doc.as_uri(), version=1).splitlines()
+    assert after[diags[0].range.start.line].endswith("  # noqa: FRK101")
+    # listed for version 1, resolved after an edit: no edit for a text it was not made for
+    await replace_document(client, doc, "\n" + HAZARD, version=2)
+    stale = await resolve_action(client, by_title[FIX_ALL_TITLE])
+    assert stale.edit is None
+    await close_document(client, doc)
+    no_errors_reported(client)
+
+
+async def test_noqa_is_not_offered_inside_a_multiline_string_or_after_a_continuation(proj: Path):
+    from flake8_forksafe.config import Config
+    from flake8_forksafe.frontends.lsp import noqa_edit
+
+    cfg = Config()
+    text = 'x = """\nabc\n"""\ny = 1 + \\\n    2\nz = 3\n'
+    assert noqa_edit(text, "x.py", cfg, 2, "FRK101") is None  # inside the string
+    assert noqa_edit(text, "x.py", cfg, 4, "FRK101") is None  # after the backslash
+    assert noqa_edit(text, "x.py", cfg, 6, "FRK101") == (5, 5, "  # noqa: FRK101")
+    assert noqa_edit('s = "# noqa: E501"\n', "x.py", cfg, 1, "FRK101") is None  # a string, not a comment
+    assert noqa_edit("z = 3  # noqa: E501\n", "x.py", cfg, 1, "FRK101") == (0, 19, ", FRK101")
+    # after a comment already there: the noqa joins that comment
+    assert noqa_edit("z = 3  # why\n", "x.py", cfg, 1, "FRK101") == (0, 12, "  # noqa: FRK101")
+
+
+async def test_noqa_edit_within_the_statement_span_is_the_whole_text_one():
+    """Tokenizing and parsing only the statement that holds the line (the child knows the spans)
+    gives the same answer as the whole text."""
+    from flake8_forksafe.config import Config
+    from flake8_forksafe.frontends.lsp import noqa_edit
+
+    cfg = Config()
+    text = 'import os\n\n\nclass D:\n    s = """\n    x\n    """\n    y = 1 + \\\n        2\n    z = 3  # why\n\n\nw = 4\n'
+    for line in range(1, text.count("\n") + 1):
+        whole = noqa_edit(text, "x.py", cfg, line, "FRK101")
+        span = (4, 10) if 4 <= line <= 10 else (line, line)
+        assert noqa_edit(text, "x.py", cfg, line, "FRK101", span) == whole, line
+    assert noqa_edit(text, "x.py", cfg, 10, "FRK101", (4, 10)) == (9, 16, "  # noqa: FRK101")

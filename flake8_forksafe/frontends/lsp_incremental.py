@@ -1,0 +1,332 @@
+"""The language server's per-document memory: re-analyse only what an edit can change.
+
+Runs where the lints run (the server's isolated child, ``isolation.IsolatedLinter``): the memory of
+each open document lives in that process, keyed by URI, and is lost with it (a crash costs one
+run and the memory; the next run starts afresh).
+
+What is kept per document, and when it is used:
+
+* **The gate's per-statement facts** (``prefilter.stmt_fact``), keyed by the statement's own text:
+  after an edit, the pre-filter's verdict and the slicer's plan come from one ``ast`` parse and a
+  walk of the statements whose text changed only.
+* **The text libcst analysed and its findings.** The document is always reduced to the statements
+  a finding can involve (``slicing.reduce`` at any size; ``tests/test_slicing.py`` proves reduced
+  and whole give the same findings). When the reduced text of the new version is the one analysed
+  before (the edit touched only statements no finding can involve: an unrelated function, a
+  comment between them, blank lines), the previous findings are reused, their lines moved through
+  the two line maps: no libcst parse, no analysis.
+* When the gate says no finding is possible, the answer is empty without libcst (as ``check_source``).
+
+Anything else (an edit inside a dataset class, in module-level code, in an import...) is a full
+``engine.check_source`` of the reduced text. Reuse also needs the same configuration, path,
+``# flake8: noqa`` state and jupytext state, a document that is not tied to another module of the
+project through a base class (``engine.project_anchor``: then the document is analysed whole, as
+``check_source`` does), and no character ``str.splitlines`` counts as a line break where Python does
+not (the engine's ``# noqa`` lookup counts lines that way). ``full=True`` (open, save) never reuses.
+
+``tests/integrations/test_lsp_incremental.py`` edits documents at random and compares every
+version's answer with a fresh ``check_source``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import OrderedDict
+from dataclasses import replace
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from flake8_forksafe import prefilter, slicing
+from flake8_forksafe.model import Finding
+
+MAX_DOCUMENTS = 32  # documents remembered (least recently used first out)
+_ODD_BREAKS = ("\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+StmtKey = Tuple[str, int, int]
+# top-level statements whose change can change what the project index says of the module's classes
+_SUMMARISED = (ast.ClassDef, ast.Import, ast.ImportFrom)
+
+
+class Memo:
+    """What is remembered of one document between two lints."""
+
+    __slots__ = ("key", "facts", "analysed", "line_map", "findings", "context", "classes_changed", "text", "order", "deps")
+
+    def __init__(self, key: Any) -> None:
+        self.key = key  # (path, config): anything else starts a new memo
+        self.facts: Dict[StmtKey, Tuple[prefilter.StmtFact, Dict[str, set], bool]] = {}
+        self.classes_changed = True  # the last facts() saw a top-level class or import added, removed or edited
+        self.text: Optional[str] = None  # the text of ``order``
+        self.order: List[Tuple[StmtKey, prefilter.StmtFact, Dict[str, set], bool]] = []  # its statements, in order
+        self.analysed: Optional[str] = None  # the (reduced) text libcst analysed last; None: no reuse
+        self.line_map: Optional[List[int]] = None
+        self.findings: List[Finding] = []
+        self.context: Any = None  # (interactive, file noqa) of that analysis
+        self.deps: Optional[str] = None  # the index's digest of the modules its classes build on
+
+
+_MEMOS: "OrderedDict[str, Memo]" = OrderedDict()
+STATS: Dict[str, int] = {"gate": 0, "reused": 0, "analysed": 0, "facts_reused": 0, "facts_walked": 0, "one_statement": 0}
+
+
+def forget(uri: str) -> None:
+    _MEMOS.pop(uri, None)
+
+
+def _memo(uri: str, key: Any) -> Memo:
+    memo = _MEMOS.get(uri)
+    if memo is None or memo.key != key:
+        memo = Memo(key)
+        _MEMOS[uri] = memo
+    _MEMOS.move_to_end(uri)
+    while len(_MEMOS) > MAX_DOCUMENTS:
+        _MEMOS.popitem(last=False)
+    return memo
+
+
+def _moved(f: prefilter.StmtFact, start: int) -> prefilter.StmtFact:
+    """The same statement's facts, starting at line ``start``."""
+    if f.start == start:
+        return f
+    g = prefilter.StmtFact.__new__(prefilter.StmtFact)
+    for slot in prefilter.StmtFact.__slots__:
+        setattr(g, slot, getattr(f, slot))
+    g.end = f.end + (start - f.start)
+    g.start = start
+    return g
+
+
+def facts(text: str, k: Any, memo: Memo) -> Optional[prefilter.Facts]:
+    """``prefilter.facts_of_text(text, k)``, walking only the statements whose text is new."""
+    from flake8_forksafe.guard import too_deep
+
+    memo.classes_changed = True
+    if len(text) > prefilter.CHUNK_ABOVE:
+        memo.facts = {}
+        return prefilter.facts_of_text(text, k)  # parsed in groups: memory first
+    quick = _one_statement_changed(text, k, memo)
+    if quick is not None:
+        return quick
+    memo.text, memo.order = None, []
+    if too_deep(text):
+        return None
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    lines = prefilter.split_lines(text)
+    old, new = memo.facts, {}
+    changed = not old
+    order: List[Tuple[StmtKey, prefilter.StmtFact, Dict[str, set], bool]] = []
+    stmts: List[prefilter.StmtFact] = []
+    imports: Dict[str, set] = {}
+    for st in tree.body:
+        start = min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", ())])
+        end = st.end_lineno or st.lineno
+        key = ("".join(lines[start - 1 : end]), st.col_offset, st.end_col_offset or 0)
+        hit = new.get(key) or old.get(key)
+        if hit is None:
+            own: Dict[str, set] = {}
+            hit = (prefilter.stmt_fact(st, 0, own), own, isinstance(st, _SUMMARISED))
+            STATS["facts_walked"] += 1
+            changed = changed or hit[2]
+        else:
+            STATS["facts_reused"] += 1
+        new[key] = hit
+        fact, own, summarised = hit
+        stmts.append(_moved(fact, start))
+        order.append((key, stmts[-1], own, summarised))
+        for name, targets in own.items():
+            imports.setdefault(name, set()).update(targets)
+    changed = changed or any(v[2] for key, v in old.items() if key not in new)
+    memo.facts, memo.classes_changed = new, changed
+    memo.text, memo.order = text, order
+    return prefilter.Facts(stmts, imports, prefilter._names(k))
+
+
+def _one_statement_changed(text: str, k: Any, memo: Memo) -> Optional[prefilter.Facts]:
+    """The facts of ``text`` when it differs from the last text only inside one top-level
+    statement (alone on its lines), which still parses alone as one statement spanning the same
+    lines: only that statement is parsed and walked; the others keep their facts, moved by the
+    lines the edit added. None: not such an edit (the caller parses the whole text)."""
+    from flake8_forksafe.guard import too_deep
+
+    old_text, order = memo.text, memo.order
+    if old_text is None or not order:
+        return None
+    if old_text == text:  # checked again (a save): the same facts
+        memo.classes_changed = False
+        return _facts_of_order(order, k)
+    old = prefilter.split_lines(old_text)
+    new = prefilter.split_lines(text)
+    n = min(len(old), len(new))
+    p = 0
+    while p < n and old[p] == new[p]:
+        p += 1
+    q = 0
+    while q < n - p and old[-1 - q] == new[-1 - q]:
+        q += 1
+    first, last = p, len(old) - q  # old lines [first, last) (0-based) were replaced
+    delta = len(new) - len(old)
+    i = next((j for j, o in enumerate(order) if o[1].start - 1 <= first and last <= o[1].end), None)
+    if i is None:
+        return None
+    key, fact = order[i][0], order[i][1]
+    if key[1] != 0 or (i and order[i - 1][1].end >= fact.start) or (i + 1 < len(order) and order[i + 1][1].start <= fact.end):
+        return None  # shares a line with another statement (``a = 1; b = 2``)
+    seg_lines = new[fact.start - 1 : fact.end + delta]
+    if not seg_lines:
+        return None
+    seg = "".join(seg_lines)
+    if "__future__" in seg or too_deep(seg):
+        return None  # a future import's place, the depth limit: the whole text decides
+    try:
+        tree = ast.parse(seg)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if len(tree.body) != 1:
+        return None
+    st = tree.body[0]
+    start = min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", ())])
+    if start != 1 or st.col_offset != 0 or (st.end_lineno or st.lineno) != len(seg_lines):
+        return None
+    new_key = (seg, 0, st.end_col_offset or 0)
+    hit = memo.facts.get(new_key)
+    if hit is None:
+        own: Dict[str, set] = {}
+        hit = (prefilter.stmt_fact(st, fact.start - 1, own), own, isinstance(st, _SUMMARISED))
+        STATS["facts_walked"] += 1
+    new_order = order[:i] + [(new_key, _moved(hit[0], fact.start), hit[1], hit[2])]
+    new_order += [(kk, _moved(f, f.start + delta), o, c) for kk, f, o, c in order[i + 1 :]]
+    STATS["facts_reused"] += len(order) - 1
+    STATS["one_statement"] += 1
+    memo.facts = {kk: (f, o, c) for kk, f, o, c in new_order}
+    memo.classes_changed = order[i][3] or hit[2]
+    memo.text, memo.order = text, new_order
+    return _facts_of_order(new_order, k)
+
+
+def _facts_of_order(order: List[Tuple[StmtKey, prefilter.StmtFact, Dict[str, set], bool]], k: Any) -> prefilter.Facts:
+    imports: Dict[str, set] = {}
+    for _key, _fact, own, _summarised in order:
+        for name, targets in own.items():
+            imports.setdefault(name, set()).update(targets)
+    return prefilter.Facts([f for _, f, _, _ in order], imports, prefilter._names(k))
+
+
+def gate(text: str, k: Any, memo: Memo) -> prefilter.Gate:
+    """``prefilter.gate(text, k)`` with the remembered facts."""
+    if not prefilter.text_gate(text, k):
+        memo.classes_changed = True  # not looked at: the index's summary is brought up to date
+        return prefilter.Gate(False)
+    f = facts(text, k, memo)
+    if f is None:
+        return prefilter.Gate(True, None, parsed=True)
+    return prefilter.Gate(f.could_have_findings(), f, parsed=True)
+
+
+def _context(text: str) -> Any:
+    from flake8_forksafe.noqa import file_noqa
+    from flake8_forksafe.notebook import is_jupytext
+
+    return (is_jupytext(text), file_noqa(text.splitlines()))
+
+
+def _deps(index: Any, path: str) -> Optional[str]:
+    """What the findings read of other modules: the digest of the modules the document's classes
+    build on (``ProjectIndex.dependency_digest``, the CLI cache's key for the same question)."""
+    if index is None:
+        return ""
+    try:
+        return index.dependency_digest(path)
+    except Exception:  # the index cannot say: no reuse
+        return None
+
+
+def _remap(found: List[Finding], old_map: Optional[List[int]], new_map: Optional[List[int]]) -> Optional[List[Finding]]:
+    """The findings of the same reduced text, on the lines of the new document."""
+    where = {line: i for i, line in enumerate(old_map)} if old_map is not None else None
+    out = []
+    for f in found:
+        lines = []
+        for line in (f.line, f.end_line):
+            i = where.get(line) if where is not None else line - 1
+            if i is None or (new_map is not None and i >= len(new_map)):
+                return None
+            lines.append(new_map[i] if new_map is not None else i + 1)
+        out.append(f if lines == [f.line, f.end_line] else replace(f, line=lines[0], end_line=lines[1]))
+    return out
+
+
+def check(
+    uri: str, text: str, path: str, cfg: Any, index: Any = None, full: bool = False, refresh: Optional[Callable[[], None]] = None
+) -> Tuple[List[Finding], str]:
+    """(findings of ``text``, how: "gate" | "reused" | "analysed"); the same findings as
+    ``engine.check_source(text, path, cfg, index=index)``. Raises what check_source raises.
+
+    ``refresh`` brings the index's summary of this module up to ``text`` (``update_text``); it
+    is called before anything reads the index, except when only the gate's project anchor reads it
+    and no top-level class or import changed (nothing the anchor reads of this module changed):
+    then (reuse, or the gate's "no finding possible") the caller may defer it."""
+    from flake8_forksafe.engine import check_source, project_anchor
+    from flake8_forksafe.source import decode
+
+    text = decode(text, path)
+    memo = _memo(uri, (path, cfg))
+    k = cfg.knowledge
+    verdict = gate(text, k, memo)
+    refreshed = False
+    if index is not None and refresh is not None and (full or memo.classes_changed):
+        refresh()
+        refreshed = True
+    anchored = index is not None and project_anchor(index, path, cfg, text)
+    if not verdict.passes and not anchored:
+        memo.analysed = None
+        STATS["gate"] += 1
+        return [], "gate"  # read of the index: only the project anchor, as on reuse
+    plan = None
+    if verdict.passes and not anchored and verdict.facts is not None and not any(c in text for c in _ODD_BREAKS):
+        plan = slicing.reduce(text, k, 0, verdict)
+        context = _context(text)
+        if (
+            not full
+            and memo.analysed is not None
+            and plan[0] == memo.analysed
+            and context == memo.context
+            and memo.deps is not None
+            and _deps(index, path) == memo.deps
+        ):
+            moved = _remap(memo.findings, memo.line_map, plan[1])
+            if moved is not None:
+                memo.line_map, memo.findings = plan[1], moved
+                STATS["reused"] += 1
+                return moved, "reused"
+    memo.analysed = None
+    if index is not None and refresh is not None and not refreshed:
+        refresh()
+    found = check_source(text, path, cfg, index=index, slice_above=0, verdict=verdict)
+    if plan is not None:
+        memo.analysed, memo.line_map, memo.findings, memo.context = plan[0], plan[1], found, _context(text)
+        memo.deps = _deps(index, path)
+    STATS["analysed"] += 1
+    return found, "analysed"
+
+
+def statement_span(uri: str, text: str, line: int) -> Optional[Tuple[int, int]]:
+    """(first, last) line of the top-level statement holding ``line`` in the document's last
+    checked text, when that is ``text`` and the statement is alone on its lines; else None."""
+    memo = _MEMOS.get(uri)
+    if memo is None or memo.text != text:
+        return None
+    order = memo.order
+    for i, (key, fact, _own, _summarised) in enumerate(order):
+        if fact.start <= line <= fact.end:
+            if key[1] != 0 or (i and order[i - 1][1].end >= fact.start) or (i + 1 < len(order) and order[i + 1][1].start <= fact.end):
+                return None
+            return fact.start, fact.end
+    return None
+
+
+def stats() -> Dict[str, int]:
+    return dict(STATS)
+
+
