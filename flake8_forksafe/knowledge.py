@@ -81,6 +81,7 @@ class Knowledge:
     library_classes: Dict[str, LibraryClass] = field(default_factory=dict)  # rules/libraries.toml
     not_datasets: FrozenSet[str] = frozenset()  # look-alike `...Dataset` classes that are not torch datasets
     not_dataset_modules: Tuple[str, ...] = ()  # modules none of whose classes is a torch dataset
+    unpicklable_fork_safe: FrozenSet[str] = frozenset()  # of ``unpicklable``: a fork copy is harmless
     generator_functions: FrozenSet[str] = frozenset()  # calls returning a generator/iterator (FRK203)
     generator_methods: FrozenSet[str] = frozenset()  # pathlib-like methods returning one, on any non-module receiver
     path_generator_methods: FrozenSet[str] = frozenset()  # the same, only on a `...Path(...)` receiver
@@ -259,6 +260,7 @@ def _build(data: Dict[str, dict]) -> Knowledge:
         library_classes=library_classes,
         not_datasets=frozenset(libs.get("not_datasets", ())),
         not_dataset_modules=tuple(libs.get("not_dataset_modules", ())),
+        unpicklable_fork_safe=frozenset(o["name"] for o in unpick["object"] if o.get("fork_safe", False)),
         generator_functions=frozenset(libs.get("generator_functions", ())),
         generator_methods=frozenset(libs.get("generator_methods", ())),
         path_generator_methods=frozenset(libs.get("path_generator_methods", ())),

@@ -128,6 +128,16 @@ def getstate_leaves_out(a: Analysis, cls: ClassInfo, attr: str) -> bool:
     return False
 
 
+def recreated_on_unpickle(a: Analysis, cls: ClassInfo, attr: str) -> bool:
+    """The nearest ``__setstate__`` of ``cls`` assigns ``self.attr`` (``self.tl = threading.local()``):
+    an unpickled copy (a spawn worker's) gets a fresh object of its own."""
+    for c in a.mro(cls):
+        fn = c.methods.get("__setstate__")
+        if fn is not None:
+            return any(s.attr == attr and s.kind == "assign" for s in fn.self_assigns)
+    return False
+
+
 class _AttrNames(cst.CSTVisitor):
     def __init__(self) -> None:
         self.attrs: Set[str] = set()
