@@ -787,6 +787,23 @@ class Analysis:
             out.append(fact)
         return out
 
+    def project_call_cuda(self, site: "CallSite") -> Optional[Tuple[str, str, str, int]]:
+        """A call of a function defined in another module of the project that uses CUDA, itself or
+        through the project functions it calls (``utils.move_to_cuda(x)``, whose body calls
+        ``torch.cuda.current_device()``): (the CUDA call, that function, its path, line)."""
+        if self.index is None or not site.qname or isinstance(site.node.func, cst.Attribute) and self_attr(site.node.func.value) is not None:
+            return None
+        q = self.absolute(site.qname)
+        if not q or q.split(".", 1)[0] in ("torch", "numpy", "builtins"):
+            return None
+        mod = self.module_name[0]
+        if q.rpartition(".")[0] == mod:
+            return None  # same module: the closure follows it
+        try:
+            return self.index.function_cuda(q)
+        except RecursionError:
+            return None
+
     def class_functions(self, cls: ClassInfo) -> List[FuncInfo]:
         """Methods of the class and its same-file bases (MRO order, overridden ones skipped)."""
         seen: Set[str] = set()
@@ -891,8 +908,15 @@ class Analysis:
             names = names + ("reset",)  # a datapipe's reset() runs in each worker when iteration starts
         for q in self.library_bases(cls):  # PyG Dataset.__getitem__ -> self.get(idx)
             names = names + tuple(h for h in self.knowledge.library_worker_hooks(q) if h not in names)
+        names = names + tuple(n for n in self.collate_methods(cls) if n not in names)
         roots = [self.resolve_method(cls, n) for n in names]
         return self.closure(cls, [r for r in roots if r is not None])
+
+    def collate_methods(self, cls: ClassInfo) -> List[str]:
+        """Methods of the dataset (and its same-file bases) that are its loader's ``collate_fn`` by
+        convention (``rules/datasets.toml`` ``collate_method_words``: ``collater``, ``collate_fn``)."""
+        words = self.knowledge.collate_method_words
+        return [f.name for f in self.class_functions(cls) if any(w in f.name.lower() for w in words)]
 
     @cached_property
     def worker_functions(self) -> List[FuncInfo]:

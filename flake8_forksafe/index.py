@@ -28,7 +28,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import _dotted  # the gate's dotted-name reader: one definition
 
-SCHEMA = 1  # bump when the summary's shape or meaning changes: old cache entries are then ignored
+SCHEMA = 2  # bump when the summary's shape or meaning changes: old cache entries are then ignored
 CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module loads the engine)
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
@@ -59,6 +59,9 @@ class Method:
     super_init: bool = False
     base_inits: List[str] = field(default_factory=list)  # Base.__init__(self): qualified Base
     returns: str = ""  # "", "factory:<name>", "generator", "rng", "cuda", "call:<callee>"
+    cuda: str = ""  # the first call in the body that initialises CUDA or moves data to it ("torch.cuda.current_device()")
+    cuda_line: int = 0
+    callees: List[str] = field(default_factory=list)  # qualified names of plain calls (project helpers followed)
 
 
 @dataclass
@@ -253,6 +256,23 @@ class _Summariser:
                 return "call", q
         return "other", ""
 
+    def cuda_call(self, call: ast.Call) -> str:
+        """How ``call`` uses CUDA, as FRK301/FRK302 count it, from literals only: ``torch.cuda.X()``
+        other than the queries of ``rules/cuda.toml``, ``x.cuda()``, ``x.to("cuda")``,
+        ``device="cuda"``; "" when it does not."""
+        func = call.func
+        q = self.qualify(_dotted(func)) or ""
+        if q.startswith("torch.cuda.") and q not in self.k.cuda_queries:
+            return f"{q}()"
+        if isinstance(func, ast.Attribute) and not q.startswith("torch."):
+            if func.attr in self.k.cuda_methods:
+                return f".{func.attr}()"
+            if func.attr in self.k.move_methods and call.args and _cuda_literal(call.args[0]):
+                return f".{func.attr}(cuda)"
+        if any(kw.arg in self.k.device_keywords and _cuda_literal(kw.value) for kw in call.keywords):
+            return f"{q or 'call'}(device=cuda)"
+        return ""
+
     # -- functions
     def function(self, node, self_name: Optional[str]) -> Method:
         a = node.args
@@ -299,6 +319,14 @@ class _Summariser:
                         m.assigns.append(Assign(t.attr, n.lineno, kind, detail))
             elif isinstance(n, ast.Call):
                 f = n.func
+                if not m.cuda:
+                    use = self.cuda_call(n)
+                    if use:
+                        m.cuda, m.cuda_line = use, n.lineno
+                if not isinstance(f, ast.Attribute) or not (isinstance(f.value, ast.Name) and f.value.id == self_name):
+                    q = self.qualify(_dotted(f))
+                    if q and q not in m.callees and len(m.callees) < 64 and not q.startswith(("torch.", "numpy.", "builtins.")):
+                        m.callees.append(q)
                 if isinstance(f, ast.Attribute):
                     if self_name and isinstance(f.value, ast.Name) and f.value.id == self_name:
                         if f.attr not in m.self_calls:
@@ -814,6 +842,28 @@ class ProjectIndex:
         if kind == "call":
             return self.returns(detail, cls, depth + 1)
         return kind, detail
+
+    def function_cuda(self, qname: str, depth: int = 0, seen: Optional[Set[str]] = None) -> Optional[Tuple[str, str, str, int]]:
+        """Whether the project function ``qname`` (a module-level function, followed through
+        re-exports) uses CUDA, itself or through the project functions it calls: (the CUDA call,
+        the function that makes it, its path, line), or None."""
+        seen = set() if seen is None else seen
+        if depth > 4 or qname in seen or len(seen) > 64:
+            return None
+        seen.add(qname)
+        q = self.canonical(qname)
+        mod, _, name = q.rpartition(".")
+        s = self.summary(mod) if mod else None
+        m = s.functions.get(name) if s else None
+        if m is None:
+            return None
+        if m.cuda:
+            return m.cuda, q, s.path, m.cuda_line
+        for callee in m.callees:
+            got = self.function_cuda(callee, depth + 1, seen)
+            if got is not None:
+                return got
+        return None
 
     def init_assigns(self, qname: str) -> List[AttrFact]:
         """What the methods ``__init__`` reaches store on ``self``: a handle from factory F, None,

@@ -78,6 +78,7 @@ class Knowledge:
     iteration_consumers: FrozenSet[str]  # FRK401: calls that iterate a loader they are given
     iteration_wrappers: FrozenSet[str]
     context_keywords: Tuple[str, ...]  # FRK401: keywords that pass a multiprocessing context
+    collate_method_words: Tuple[str, ...] = ()  # dataset methods that are the loader's collate_fn
     loader_consumer_methods: FrozenSet[str] = frozenset()  # FRK401: `trainer.fit(model, dl)` iterates dl
     loader_factory_words: Tuple[str, ...] = ()  # FRK401: `x.to_dataloader(num_workers=2)` builds a loader
     library_classes: Dict[str, LibraryClass] = field(default_factory=dict)  # rules/libraries.toml
@@ -259,6 +260,7 @@ def _build(data: Dict[str, dict]) -> Knowledge:
         iteration_consumers=frozenset(mp.get("iteration_consumers", ())),
         iteration_wrappers=frozenset(mp.get("iteration_wrappers", ())),
         context_keywords=tuple(mp.get("context_keywords", ("multiprocessing_context", "mp_context", "context"))),
+        collate_method_words=tuple(w.lower() for w in datasets.get("collate_method_words", ())),
         loader_consumer_methods=frozenset(mp.get("loader_consumer_methods", ())),
         loader_factory_words=tuple(w.lower() for w in mp.get("loader_factory_words", ())),
         library_classes=library_classes,

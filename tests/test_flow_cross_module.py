@@ -67,3 +67,106 @@ def test_base_class_facts_need_workers_and_the_project(tmp_path: Path, tmp_path_
     alone = write(tmp_path_factory.mktemp("alone"), {"clips.py": SUB.replace("{workers}", "2")})
     r = forksafe(alone, "clips.py", "--no-cache")
     assert r.returncode == 0 and r.stdout == "", r.stdout
+
+
+UTILS = """\
+    import torch
+
+
+    def apply_to_sample(f, sample):
+        return {k: f(v) for k, v in sample.items()}
+
+
+    def move_to_cuda(sample, device=None):
+        device = device or torch.cuda.current_device()
+        return apply_to_sample(lambda t: t.to(device=device, non_blocking=True), sample)
+
+
+    def to_gpu(sample):
+        return move_to_cuda(sample)
+
+
+    def move_to_cpu(sample):
+        return apply_to_sample(lambda t: t.cpu(), sample)
+
+
+    def device_name():
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    """
+
+BACKTRANSLATE = """\
+    import torch
+    from torch.utils.data import Dataset
+
+    from mt import utils
+    from mt.utils import to_gpu
+
+
+    def translate(samples, collate, cuda=True):
+        batch = collate(samples)
+        return utils.move_to_cuda(batch) if cuda else batch
+
+
+    class Backtranslation(Dataset):
+        def __init__(self, items):
+            self.items = items
+            self.device = utils.device_name()
+
+        def __len__(self):
+            return len(self.items)
+
+        def __getitem__(self, i):
+            return utils.move_to_cpu(self.items[i])
+
+        def collater(self, samples):
+            return translate(samples, dict)
+
+        def prefetch(self, samples):
+            return to_gpu(samples)
+    """
+
+
+def test_cuda_in_a_helper_of_another_module_is_frk302(tmp_path: Path) -> None:
+    """The CUDA call is in ``mt/utils.py``; the worker-side code (the ``collater``, by convention the
+    loader's collate_fn, and a same-module function it calls) calls it: reported on the call, with
+    where the CUDA call is. Helpers that only query CUDA or stay on the CPU are not, nor is a method
+    no worker-side code reaches."""
+    write(tmp_path, {"pyproject.toml": "", "mt/__init__.py": "", "mt/utils.py": UTILS,
+                     "mt/backtranslation.py": BACKTRANSLATE})
+    r = forksafe(tmp_path, "mt/backtranslation.py", "--no-cache", "--select", "FRK3")
+    assert r.returncode == 1, r.stderr
+    out = [line for line in r.stdout.splitlines() if " FRK" in line]
+    assert len(out) == 1, out
+    where, code, message = out[0].split(" ", 2)
+    assert (where, code) == (f"{Path('mt/backtranslation.py')}:10:12:", "FRK302")
+    assert message.startswith(
+        f"utils.move_to_cuda() (CUDA: torch.cuda.current_device() in mt.utils.move_to_cuda, "
+        f"{Path('mt/utils.py')}:9) in translate() (called from Backtranslation.collater) initialises CUDA"
+    )
+
+
+def test_cuda_helper_reached_through_another_helper_and_from_init(tmp_path: Path) -> None:
+    """``to_gpu`` calls ``move_to_cuda`` (followed through the project); called in ``__init__`` it
+    is FRK301, called from ``__getitem__`` FRK302; a CPU-only helper is neither."""
+    sub = """\
+        from torch.utils.data import Dataset
+
+        from mt.utils import move_to_cpu, to_gpu
+
+
+        class Cached(Dataset):
+            def __init__(self, items):
+                self.items = to_gpu(items)
+
+            def __len__(self):
+                return len(self.items)
+
+            def __getitem__(self, i):
+                return to_gpu(move_to_cpu(self.items[i]))
+        """
+    write(tmp_path, {"pyproject.toml": "", "mt/__init__.py": "", "mt/utils.py": UTILS, "mt/cached.py": sub})
+    r = forksafe(tmp_path, "mt/cached.py", "--no-cache", "--select", "FRK3")
+    assert r.returncode == 1, r.stderr
+    out = [line.split(" ", 2)[:2] for line in r.stdout.splitlines() if " FRK" in line]
+    assert out == [[f"{Path('mt/cached.py')}:8:22:", "FRK301"], [f"{Path('mt/cached.py')}:14:16:", "FRK302"]]
+    assert "CUDA: torch.cuda.current_device() in mt.utils.move_to_cuda" in r.stdout
