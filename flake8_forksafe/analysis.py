@@ -699,6 +699,33 @@ class Analysis:
                 if t is not None and id(t) not in ids and itemish(t):
                     add(t)
                     changed = True
+            for c in list(out):
+                for t in self.registry_classes(c):
+                    if id(t) not in ids and itemish(t):
+                        add(t)
+                        changed = True
+        return out
+
+    def registry_classes(self, cls: ClassInfo) -> List[ClassInfo]:
+        """Classes of this module listed in a module-level registry (a dict / list / tuple literal,
+        nested, ``dict(func=Reader)`` included: ``DATA_TYPES = {"hdf5": dict(func=H5FileWrapper)}``)
+        that the parent side of ``cls`` reads: it builds its readers from the registry and keeps them."""
+        names: Set[str] = set()
+        for fn in self.closure(cls, [self.resolve_method(cls, n) for n in PARENT_ROOTS]):
+            if fn.cls is None and fn.parent is None:
+                continue  # module-level helpers: only the class's own methods
+            names |= {n for n in _names_in(fn.node.body) if n in self.module_assigns and n not in fn.params}
+        out: List[ClassInfo] = []
+        for name in sorted(names):
+            for value in self.module_assigns[name]:
+                if not isinstance(value, (cst.Dict, cst.List, cst.Tuple, cst.Call)):
+                    continue
+                if isinstance(value, cst.Call) and not (isinstance(value.func, cst.Name) and value.func.value == "dict"):
+                    continue
+                for n in _registry_names(value):
+                    t = self.module_classes.get(n)
+                    if t is not None and t is not cls and t not in out and n not in self.aliases:
+                        out.append(t)
         return out
 
     def is_dataset(self, cls: ClassInfo) -> bool:
@@ -1067,6 +1094,44 @@ class Analysis:
 
     def is_module_object(self, node: cst.BaseExpression) -> bool:
         return isinstance(node, cst.Name) and node.value in self.module_aliases
+
+
+def _names_in(node: cst.CSTNode) -> Set[str]:
+    """Names read anywhere in ``node``."""
+    out: Set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            out.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)  # `x.attr`: the attribute's name is not a read of a name
+            return False
+
+    node.visit(V())
+    return out
+
+
+def _registry_names(value: cst.BaseExpression, depth: int = 0) -> List[str]:
+    """Bare names held as values in a (nested) registry literal: dict values, list / tuple elements,
+    ``dict(key=Name)`` arguments; keys and other expressions are not followed."""
+    if depth > 4:
+        return []
+    if isinstance(value, cst.Name):
+        return [value.value]
+    out: List[str] = []
+    if isinstance(value, cst.Dict):
+        for el in value.elements:
+            if isinstance(el, cst.DictElement):
+                out += _registry_names(el.value, depth + 1)
+    elif isinstance(value, (cst.List, cst.Tuple)):
+        for el in value.elements:
+            out += _registry_names(el.value, depth + 1)
+    elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict":
+        for arg in value.args:
+            if arg.keyword is not None:
+                out += _registry_names(arg.value, depth + 1)
+    return out
 
 
 def _stored_values(value: Optional[cst.BaseExpression]) -> List[cst.BaseExpression]:
