@@ -510,6 +510,7 @@ class ProjectIndex:
         self.cache_hits = 0
         self.errors: List[str] = []
         self._digests: Dict[str, str] = {}
+        self._dep_info: Dict[str, Tuple[str, List[str]]] = {}  # module -> (content digest, project imports)
         self._extra_roots: List[Path] = []
         self._tops: Optional[Set[str]] = None
 
@@ -881,18 +882,65 @@ class ProjectIndex:
         return out
 
     def dependency_digest(self, path: str) -> str:
-        """A digest of the contents of the project modules a file's classes build on (its bases'
-        modules), for keying cached findings: an edit to a base class invalidates its subclasses."""
-        s = self.summary_of_path(path)
-        if s is None:
-            return ""
-        mods: Set[str] = set()
-        for name in s.classes:
-            chain, _ = self.base_chain(f"{s.module}.{name}" if s.module else name)
-            for c in chain[1:]:
-                mods.add(c.qname.rpartition(".")[0])
-        mods.discard(s.module)
-        return hashlib.sha256("".join(self._digests.get(m, "") for m in sorted(mods)).encode()).hexdigest()[:16]
+        """A digest of the contents of every project module the file depends on, for keying cached
+        findings: the modules it imports, what those import, and so on (bases, helpers, re-exports
+        through package ``__init__`` files, transitively), each with the packages above it. Read from
+        the files' text (imports found by the same cheap reading as ``project_bases``), without
+        parsing: an edit to a base class or helper any number of modules away invalidates the file."""
+        module, is_package = self.module_for(path)
+        seen: Set[str] = {module}
+        work = list(self._imports_of(module, is_package, Path(path))[1])
+        parts: List[str] = []
+        while work:
+            m = work.pop()
+            if m in seen or len(seen) > 100_000:
+                continue
+            seen.add(m)
+            p = self.path_for(m)
+            if p is None:
+                continue
+            digest, deps = self._imports_of(m, p.name == "__init__.py", p)
+            parts.append(f"{m}:{digest}")
+            work.extend(d for d in deps if d not in seen)
+        return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest()[:16]
+
+    def _imports_of(self, module: str, is_package: bool, path: Path) -> Tuple[str, List[str]]:
+        """(content digest, the project modules the file imports, with the packages above them);
+        read once per process."""
+        got = self._dep_info.get(module)
+        if got is not None:
+            return got
+        try:
+            data = path.read_bytes()
+        except OSError:
+            got = self._dep_info[module] = ("unreadable", [])
+            return got
+        text = data.decode("utf-8", "surrogateescape")
+        cands: List[str] = []
+        for dots, mod, imported in _FROM_IMPORT.findall(text):
+            base = absolute_module(module, is_package, len(dots), mod or None)
+            if base:
+                cands.append(base)
+            for n in imported.strip("()").split(","):
+                n = n.split("#", 1)[0].split()
+                if n and n[0].isidentifier():
+                    cands.append(f"{base}.{n[0]}" if base else n[0])  # a submodule imported by name
+        for imported in _IMPORT.findall(text):
+            for n in imported.split(","):
+                n = n.split("#", 1)[0].split()
+                if n:
+                    cands.append(n[0])
+        if "." in module or is_package:  # the packages above the module run first and may re-export
+            cands.append(module if is_package else module.rpartition(".")[0])
+        deps: List[str] = []
+        for c in cands:
+            parts = c.split(".")
+            for i in range(len(parts), 0, -1):
+                m = ".".join(parts[:i])
+                if m != module and m not in deps and self.path_for(m) is not None:
+                    deps.append(m)
+        got = self._dep_info[module] = (hashlib.sha256(data).hexdigest(), deps)
+        return got
 
 
 _INDEXES: Dict[Tuple[Path, int], ProjectIndex] = {}
