@@ -710,22 +710,35 @@ class Analysis:
         """Classes of this module listed in a module-level registry (a dict / list / tuple literal,
         nested, ``dict(func=Reader)`` included: ``DATA_TYPES = {"hdf5": dict(func=H5FileWrapper)}``)
         that the parent side of ``cls`` reads: it builds its readers from the registry and keeps them."""
+        registries = self._registries
+        if not registries:
+            return []
         names: Set[str] = set()
         for fn in self.closure(cls, [self.resolve_method(cls, n) for n in PARENT_ROOTS]):
             if fn.cls is None and fn.parent is None:
                 continue  # module-level helpers: only the class's own methods
-            names |= {n for n in _names_in(fn.node.body) if n in self.module_assigns and n not in fn.params}
+            names |= {n for n in _names_in(fn.node.body) if n in registries and n not in fn.params}
         out: List[ClassInfo] = []
         for name in sorted(names):
-            for value in self.module_assigns[name]:
+            for t in registries[name]:
+                if t is not cls and t not in out:
+                    out.append(t)
+        return out
+
+    @cached_property
+    def _registries(self) -> Dict[str, List[ClassInfo]]:
+        """Module-level names bound to a registry literal holding classes of this module."""
+        out: Dict[str, List[ClassInfo]] = {}
+        for name, values in self.module_assigns.items():
+            for value in values:
                 if not isinstance(value, (cst.Dict, cst.List, cst.Tuple, cst.Call)):
                     continue
                 if isinstance(value, cst.Call) and not (isinstance(value.func, cst.Name) and value.func.value == "dict"):
                     continue
                 for n in _registry_names(value):
                     t = self.module_classes.get(n)
-                    if t is not None and t is not cls and t not in out and n not in self.aliases:
-                        out.append(t)
+                    if t is not None and n not in self.aliases and t not in out.get(name, []):
+                        out.setdefault(name, []).append(t)
         return out
 
     def is_dataset(self, cls: ClassInfo) -> bool:

@@ -23,7 +23,7 @@ import re
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import _dotted  # the gate's dotted-name reader: one definition
@@ -511,6 +511,7 @@ class ProjectIndex:
         self.errors: List[str] = []
         self._digests: Dict[str, str] = {}
         self._dep_info: Dict[str, Tuple[str, List[str]]] = {}  # module -> (content digest, project imports)
+        self._reach_memo: Dict[str, FrozenSet[str]] = {}  # module -> project modules it reaches
         self._extra_roots: List[Path] = []
         self._tops: Optional[Set[str]] = None
 
@@ -888,21 +889,79 @@ class ProjectIndex:
         the files' text (imports found by the same cheap reading as ``project_bases``), without
         parsing: an edit to a base class or helper any number of modules away invalidates the file."""
         module, is_package = self.module_for(path)
-        seen: Set[str] = {module}
-        work = list(self._imports_of(module, is_package, Path(path))[1])
-        parts: List[str] = []
-        while work:
-            m = work.pop()
-            if m in seen or len(seen) > 100_000:
-                continue
-            seen.add(m)
+        deps = self._imports_of(module, is_package, Path(path))[1]
+        reach: Set[str] = set()
+        for d in deps:
+            reach |= self._reach(d)
+        reach.discard(module)
+        parts = sorted(f"{m}:{self._dep_info[m][0]}" for m in reach)
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+    def _reach(self, start: str) -> FrozenSet[str]:
+        """The project modules reachable from ``start`` through imports (``start`` included),
+        memoised per strongly connected component of the import graph (iterative Tarjan)."""
+        got = self._reach_memo.get(start)
+        if got is not None:
+            return got
+        index: Dict[str, int] = {}
+        low: Dict[str, int] = {}
+        stack: List[str] = []
+        on: Set[str] = set()
+
+        def deps_of(m: str) -> List[str]:
             p = self.path_for(m)
             if p is None:
+                return []
+            return [d for d in self._imports_of(m, p.name == "__init__.py", p)[1]]
+
+        if self.path_for(start) is None:
+            self._reach_memo[start] = frozenset()
+            return frozenset()
+        work: List[Tuple[str, int]] = [(start, 0)]
+        children: Dict[str, List[str]] = {}
+        while work:
+            m, i = work.pop()
+            if i == 0:
+                index[m] = low[m] = len(index)
+                stack.append(m)
+                on.add(m)
+                children[m] = deps_of(m)
+            ch = children[m]
+            recurse = False
+            while i < len(ch):
+                d = ch[i]
+                i += 1
+                if d in self._reach_memo:
+                    continue
+                if d not in index:
+                    work.append((m, i))
+                    work.append((d, 0))
+                    recurse = True
+                    break
+                if d in on:
+                    low[m] = min(low[m], index[d])
+            if recurse:
                 continue
-            digest, deps = self._imports_of(m, p.name == "__init__.py", p)
-            parts.append(f"{m}:{digest}")
-            work.extend(d for d in deps if d not in seen)
-        return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest()[:16]
+            if low[m] == index[m]:  # m roots a component: pop it, its reach is shared
+                comp: List[str] = []
+                while True:
+                    x = stack.pop()
+                    on.discard(x)
+                    comp.append(x)
+                    if x == m:
+                        break
+                r: Set[str] = set(comp)
+                for x in comp:
+                    for d in children[x]:
+                        if d not in r:
+                            r |= self._reach_memo.get(d, frozenset())
+                fr = frozenset(r)
+                for x in comp:
+                    self._reach_memo[x] = fr
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[m])
+        return self._reach_memo.get(start, frozenset())
 
     def _imports_of(self, module: str, is_package: bool, path: Path) -> Tuple[str, List[str]]:
         """(content digest, the project modules the file imports, with the packages above them);
