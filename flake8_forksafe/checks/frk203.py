@@ -51,15 +51,9 @@ def _classify(a: Analysis, value: Optional[cst.BaseExpression], fn: FuncInfo, de
         q = a.qualify(value.func)
         if q is not None and q in a.knowledge.unpicklable:
             return [Hit(value, f"{q}()", "lazy" if a.knowledge.unpicklable[q] else "worker", True, q)]
-        if q is not None and q in a.knowledge.generator_functions:
-            return [Hit(value, f"the iterator {q}()", "generator", False)]
-        f = value.func
-        if isinstance(f, cst.Attribute) and _generator_method(a, f):
-            return [Hit(value, f"the generator .{f.attr.value}()", "generator", False)]
-        # calls the library model does not list: receiver-evident pathlib iterators (flow facts)
-        gen = generator_call(a, value, fn)
+        gen = generator_call(a, value, fn)  # the library model's generator calls (one routine)
         if gen is not None:
-            return [Hit(value, f"the iterator {gen}", "generator", False)]
+            return [Hit(value, gen, "generator", False)]
         target = None
         if isinstance(value.func, cst.Name) and value.func.value not in a.aliases:
             target = a.function_named(value.func.value, fn)
@@ -86,20 +80,6 @@ def _classify(a: Analysis, value: Optional[cst.BaseExpression], fn: FuncInfo, de
     for el in container_elements(value) or []:  # a generator expression was answered above
         out += [Hit(h.node, h.label, h.kind, False, h.qname) for h in _classify(a, el, fn, depth + 1)]
     return out
-
-
-def _generator_method(a: Analysis, f: cst.Attribute) -> bool:
-    """``x.rglob(...)`` / ``x.iterdir()`` on an object (not a module), or ``Path(...).glob(...)``."""
-    k = a.knowledge
-    name = f.attr.value
-    if name in k.generator_methods:
-        return not (isinstance(f.value, cst.Name) and a.is_module_alias(f.value.value))
-    if name in k.path_generator_methods:
-        recv = f.value
-        while isinstance(recv, cst.BinaryOperation):  # Path(root) / "images"
-            recv = recv.left
-        return isinstance(recv, cst.Call) and (a.qualify(recv.func) or "").endswith("Path")
-    return False
 
 
 def _with_referenced_methods(a: Analysis, cls: ClassInfo, fns: List[FuncInfo]) -> List[FuncInfo]:
