@@ -219,6 +219,17 @@ class SelfAssign:
 
 
 @dataclass(eq=False)
+class AttrStore:
+    """``name.attr = value`` (any receiver name, ``self`` included), in ``func`` (None: module level)."""
+
+    func: Optional["FuncInfo"]
+    name: str
+    attr: str
+    value: cst.BaseExpression
+    stmt: cst.CSTNode
+
+
+@dataclass(eq=False)
 class FuncInfo:
     node: cst.FunctionDef
     name: str
@@ -459,6 +470,8 @@ class _Indexer(cst.CSTVisitor):
             for el in target.elements:
                 self._target(el.value, None, stmt, kind)
             return
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and value is not None and kind == "assign":
+            self.a.attr_stores.append(AttrStore(fn, target.value.value, target.attr.value, value, stmt))
         if fn is None:
             if isinstance(target, cst.Name) and value is not None:
                 self.a.module_assigns.setdefault(target.value, []).append(value)
@@ -535,6 +548,7 @@ class Analysis:
         self.calls: List[CallSite] = []
         self.lambdas: List[Tuple[cst.Lambda, Optional[FuncInfo], Optional[cst.CSTNode]]] = []
         self.module_assigns: Dict[str, List[cst.BaseExpression]] = {}
+        self.attr_stores: List["AttrStore"] = []  # `name.attr = value` (loader.collate_fn = fn, ...)
         # imports are collected in the same walk; qualify() needs them, so walk imports first
         self._collect_imports()
         module.visit(_Indexer(self))

@@ -335,7 +335,25 @@ class Sinks:
     def __iter__(self) -> Iterator[Sink]:
         yield from self.dataset_attributes()
         yield from self.loader_arguments()
+        yield from self.loader_attributes()
         yield from self.constructor_arguments()
+
+    def loader_attributes(self) -> Iterator[Sink]:
+        """``loader.collate_fn = f`` / ``dl.worker_init_fn = f`` after construction, on a name bound
+        to a DataLoader call whose num_workers is not 0 (the loader reads the attribute when it starts
+        its workers, and spawn pickles it)."""
+        a = self.a
+        loaders = {id(lc.node): lc for lc in loader_sites(a)}
+        for st in a.attr_stores:
+            if st.attr not in self.loader_args or (st.func is not None and st.name == st.func.self_name):
+                continue
+            values = a.local_values(st.name, st.func) if st.func is not None else a.module_assigns.get(st.name, [])
+            lcs = [loaders[id(v)] for v in values if id(v) in loaders]
+            if not lcs or all(lc.workers == "zero" for lc in lcs):
+                continue
+            leaves = self.keeper.leaves(st.value, st.func, st.attr)
+            if leaves:
+                yield Sink(f"assigned to {st.name}.{st.attr} of a DataLoader whose num_workers is not 0", False, leaves)
 
     def dataset_attributes(self) -> Iterator[Sink]:
         """``self.x = ...`` (or a container on self) in a dataset's methods, except methods that only
