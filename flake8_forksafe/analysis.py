@@ -1110,7 +1110,26 @@ class Analysis:
                     for sa in fn.self_assigns:
                         if sa.attr == attr and sa.kind == "assign" and self.is_cuda_value(sa.value, fn, depth + 1):
                             return True
+                return self.stored_cuda_device(cls, attr, depth)
         return False
+
+    def stored_cuda_device(self, cls: ClassInfo, attr: str, depth: int = 0) -> bool:
+        """``self.attr`` holds a CUDA device stored by a method the class itself does not see through
+        ``class_functions``: an overridden same-file base method (``Base.__init__`` setting
+        ``self.device = "cuda"``, called through ``super().__init__()``), or a base class's method in
+        another module of the project (the index)."""
+        for c in self.mro(cls):
+            for fn in c.methods.values():
+                for sa in fn.self_assigns:
+                    if sa.attr == attr and sa.kind == "assign" and self.is_cuda_value(sa.value, fn, depth + 1):
+                        return True
+        q = self.class_qname(cls)
+        if q is None:
+            return False
+        try:
+            return any(f.attr == attr and f.kind == "device" for f in self.index.init_assigns(q))
+        except RecursionError:
+            return False
 
     def owner_class(self, fn: Optional[FuncInfo]) -> Optional[ClassInfo]:
         while fn is not None:

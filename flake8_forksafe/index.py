@@ -28,7 +28,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tup
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import _dotted  # the gate's dotted-name reader: one definition
 
-SCHEMA = 2  # bump when the summary's shape or meaning changes: old cache entries are then ignored
+SCHEMA = 3  # bump when the summary's shape or meaning changes: old cache entries are then ignored
 CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module loads the engine)
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
@@ -41,7 +41,8 @@ MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
 class Assign:
     """``self.attr = <value>`` in a method. ``kind``: "factory" (detail: the factory's name),
     "param" (detail: the parameter, or ``kwargs[key]``), "none", "call" (detail: the callee,
-    ``self.m`` or a qualified name), "generator", "rng", "cuda", "other"."""
+    ``self.m`` or a qualified name), "generator", "rng", "cuda", "device" (a CUDA device literal:
+    ``"cuda"``, ``torch.device("cuda:0")``, possibly under a condition), "other"."""
 
     attr: str
     line: int
@@ -198,6 +199,8 @@ class _Summariser:
             return "other", ""
         if isinstance(value, ast.Constant) and value.value is None:
             return "none", ""
+        if _cuda_literal(value):  # "cuda", "cuda:0", torch.device("cuda")
+            return "device", "cuda"
         if isinstance(value, ast.GeneratorExp):
             return "generator", ""
         if isinstance(value, ast.Name):
@@ -216,13 +219,13 @@ class _Summariser:
         if isinstance(value, ast.IfExp):
             for branch in (value.body, value.orelse):
                 k = self.kind(branch, fn, depth + 1)
-                if k[0] in ("factory", "generator", "rng", "cuda"):
+                if k[0] in ("factory", "generator", "rng", "cuda", "device"):
                     return k
             return self.kind(value.body, fn, depth + 1)
         if isinstance(value, ast.BoolOp):
             for v in value.values:
                 k = self.kind(v, fn, depth + 1)
-                if k[0] in ("factory", "generator", "rng", "cuda"):
+                if k[0] in ("factory", "generator", "rng", "cuda", "device"):
                     return k
             return "other", ""
         if isinstance(value, ast.Call):

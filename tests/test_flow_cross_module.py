@@ -170,3 +170,42 @@ def test_cuda_helper_reached_through_another_helper_and_from_init(tmp_path: Path
     out = [line.split(" ", 2)[:2] for line in r.stdout.splitlines() if " FRK" in line]
     assert out == [[f"{Path('mt/cached.py')}:8:22:", "FRK301"], [f"{Path('mt/cached.py')}:14:16:", "FRK302"]]
     assert "CUDA: torch.cuda.current_device() in mt.utils.move_to_cuda" in r.stdout
+
+
+def test_cuda_device_stored_by_a_base_in_another_module(tmp_path: Path) -> None:
+    """A base class in another module stores a CUDA device string (under a condition too); the
+    subclass uses it in ``__init__`` (FRK301) and ``__getitem__`` (FRK302). A base that stores "cpu"
+    gives nothing."""
+    base = """\
+        import torch
+
+
+        class DeviceBase:
+            def __init__(self):
+                self.device = "cuda" if torch.cuda.is_available() else "cpu"
+                self.cpu = "cpu"
+        """
+    sub = """\
+        import torch
+        from torch.utils.data import Dataset
+
+        from gpu.base import DeviceBase
+
+
+        class Feats(DeviceBase, Dataset):
+            def __init__(self, data):
+                super().__init__()
+                self.table = torch.as_tensor(data).to(self.device)
+                self.other = torch.zeros(3, device=self.cpu)
+
+            def __len__(self):
+                return 3
+
+            def __getitem__(self, i):
+                return torch.ones(2, device=self.device)
+        """
+    write(tmp_path, {"pyproject.toml": "", "gpu/__init__.py": "", "gpu/base.py": base, "gpu/feats.py": sub})
+    r = forksafe(tmp_path, "gpu/feats.py", "--no-cache", "--select", "FRK3")
+    assert r.returncode == 1, r.stderr
+    out = [line.split(" ", 2)[:2] for line in r.stdout.splitlines() if " FRK" in line]
+    assert out == [[f"{Path('gpu/feats.py')}:10:22:", "FRK301"], [f"{Path('gpu/feats.py')}:17:16:", "FRK302"]], r.stdout
