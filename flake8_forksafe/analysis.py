@@ -858,6 +858,25 @@ class Analysis:
         except RecursionError:
             return None
 
+    def project_loader_attrs(self, cls: ClassInfo) -> Dict[str, Tuple[str, str, int]]:
+        """``self.X`` attributes that a base class of ``cls`` in another module of the project passes
+        to a DataLoader as ``collate_fn``/``worker_init_fn`` (``num_workers`` not literally 0):
+        attribute -> (``Base.method``, path, line)."""
+        q = self.class_qname(cls)
+        if q is None:
+            return {}
+        me = self.module_name[0]
+        out: Dict[str, Tuple[str, str, int]] = {}
+        chain, _ = self.index.base_chain(q)
+        for ref in chain[1:]:
+            if ref.qname.rpartition(".")[0] == me:
+                continue  # a same-file base: the file's own analysis sees it
+            for name, m in ref.summary.methods.items():
+                for entry in m.loader_attrs:
+                    attr, _, line = entry.rpartition(":")
+                    out.setdefault(attr, (f"{ref.name}.{name}", ref.path, int(line)))
+        return out
+
     def class_functions(self, cls: ClassInfo) -> List[FuncInfo]:
         """Methods of the class and its same-file bases (MRO order, overridden ones skipped)."""
         seen: Set[str] = set()

@@ -28,7 +28,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tup
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import _dotted  # the gate's dotted-name reader: one definition
 
-SCHEMA = 3  # bump when the summary's shape or meaning changes: old cache entries are then ignored
+SCHEMA = 4  # bump when the summary's shape or meaning changes: old cache entries are then ignored
 CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module loads the engine)
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
@@ -63,6 +63,7 @@ class Method:
     cuda: str = ""  # the first call in the body that initialises CUDA or moves data to it ("torch.cuda.current_device()")
     cuda_line: int = 0
     callees: List[str] = field(default_factory=list)  # qualified names of plain calls (project helpers followed)
+    loader_attrs: List[str] = field(default_factory=list)  # `DataLoader(..., collate_fn=self.X)`: "X:<line>"
 
 
 @dataclass
@@ -259,6 +260,27 @@ class _Summariser:
                 return "call", q
         return "other", ""
 
+    def loader_self_args(self, call: ast.Call, self_name: str, m: Method) -> None:
+        """``DataLoader(..., collate_fn=self.X, worker_init_fn=self.Y)`` whose ``num_workers`` is not
+        literally 0: a subclass that stores a lambda or a local function in ``self.X`` hands it to
+        the workers."""
+        d = _dotted(call.func) or ""
+        last = d.rsplit(".", 1)[-1]
+        if not (last in {q.rsplit(".", 1)[-1] for q in self.k.loaders} or last.endswith(tuple(self.k.loader_suffixes))):
+            return
+        for kw in call.keywords:
+            if kw.arg == "num_workers" and isinstance(kw.value, ast.Constant) and kw.value.value == 0:
+                return
+        for kw in call.keywords:
+            v = kw.value
+            if (
+                kw.arg in ("collate_fn", "worker_init_fn")
+                and isinstance(v, ast.Attribute)
+                and isinstance(v.value, ast.Name)
+                and v.value.id == self_name
+            ):
+                m.loader_attrs.append(f"{v.attr}:{call.lineno}")
+
     def cuda_call(self, call: ast.Call) -> str:
         """How ``call`` uses CUDA, as FRK301/FRK302 count it, from literals only: ``torch.cuda.X()``
         other than the queries of ``rules/cuda.toml``, ``x.cuda()``, ``x.to("cuda")``,
@@ -322,6 +344,8 @@ class _Summariser:
                         m.assigns.append(Assign(t.attr, n.lineno, kind, detail))
             elif isinstance(n, ast.Call):
                 f = n.func
+                if self_name:
+                    self.loader_self_args(n, self_name, m)
                 if not m.cuda:
                     use = self.cuda_call(n)
                     if use:
@@ -885,6 +909,12 @@ class ProjectIndex:
                 out.append(AttrFact(a.attr, kind, detail, ref.path, a.line, ref))
         return out
 
+    def passes_self_to_loader(self, qname: str) -> bool:
+        """The class or a project base of it passes ``self.X`` to a DataLoader as ``collate_fn`` /
+        ``worker_init_fn`` (``Method.loader_attrs``)."""
+        chain, _ = self.base_chain(qname)
+        return any(m.loader_attrs for c in chain for m in c.summary.methods.values())
+
     def dependency_digest(self, path: str) -> str:
         """A digest of the contents of every project module the file depends on, for keying cached
         findings: the modules it imports, what those import, and so on (bases, helpers, re-exports
@@ -1039,6 +1069,8 @@ def has_project_dataset(index: ProjectIndex, path: str, k: Knowledge, text: Opti
             ref = index.resolve_class(q)
             if ref is not None and (is_base(ref.qname) or index.derives_from(ref.qname, is_base)):
                 return True
+            if ref is not None and ("lambda" in text or "def " in text) and index.passes_self_to_loader(ref.qname):
+                return True  # FRK201/202: a base that gives self.collate_fn to a DataLoader
         return False
     s = index.summary_of_path(path)
     for name, c in s.classes.items():

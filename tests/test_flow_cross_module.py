@@ -209,3 +209,60 @@ def test_cuda_device_stored_by_a_base_in_another_module(tmp_path: Path) -> None:
     assert r.returncode == 1, r.stderr
     out = [line.split(" ", 2)[:2] for line in r.stdout.splitlines() if " FRK" in line]
     assert out == [[f"{Path('gpu/feats.py')}:10:22:", "FRK301"], [f"{Path('gpu/feats.py')}:17:16:", "FRK302"]], r.stdout
+
+
+def test_stored_on_self_and_passed_to_a_loader_by_a_base_in_another_module(tmp_path: Path) -> None:
+    """A base class in another module passes ``collate_fn=self.collate_fn`` to a DataLoader with
+    workers; the subclass stores a lambda (FRK201) or a local function (FRK202) there. A module-level
+    function, and an attribute the base gives only to a loader with num_workers=0, are fine."""
+    base = """\
+        from torch.utils.data import DataLoader
+
+
+        class BaseModule:
+            def __init__(self, ds, workers=4):
+                self.ds = ds
+                self.workers = workers
+
+            def train_dataloader(self):
+                return DataLoader(self.ds, batch_size=8, num_workers=self.workers, collate_fn=self.collate_fn)
+
+            def val_dataloader(self):
+                return DataLoader(self.ds, num_workers=0, worker_init_fn=self.init_fn)
+        """
+    model = """\
+        from tr.base import BaseModule
+
+
+        def pad(batch):
+            return batch
+
+
+        class Model(BaseModule):
+            def __init__(self, ds, pad_id=0):
+                super().__init__(ds)
+                self.collate_fn = lambda b: [x + [pad_id] for x in b]
+                self.init_fn = lambda i: None
+
+
+        class Local(BaseModule):
+            def __init__(self, ds, pad_id=0):
+                super().__init__(ds)
+
+                def collate(b):
+                    return [x + [pad_id] for x in b]
+
+                self.collate_fn = collate
+
+
+        class Plain(BaseModule):
+            def __init__(self, ds):
+                super().__init__(ds)
+                self.collate_fn = pad
+        """
+    write(tmp_path, {"pyproject.toml": "", "tr/__init__.py": "", "tr/base.py": base, "tr/model.py": model})
+    r = forksafe(tmp_path, ".", "--no-cache")
+    assert r.returncode == 1, r.stderr
+    out = [line.split(" ", 2) for line in r.stdout.splitlines() if " FRK" in line]
+    assert [o[:2] for o in out] == [[f"{Path('tr/model.py')}:11:27:", "FRK201"], [f"{Path('tr/model.py')}:19:9:", "FRK202"]]
+    assert f"which base class BaseModule.train_dataloader passes to a DataLoader with workers ({Path('tr/base.py')}:10)" in out[0][2]

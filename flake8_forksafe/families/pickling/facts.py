@@ -342,6 +342,34 @@ class Sinks:
         yield from self.loader_attributes()
         yield from self.constructor_arguments()
         yield from self.pipeline_stages()
+        yield from self.base_loader_attributes()
+
+    def base_loader_attributes(self) -> Iterator[Sink]:
+        """``self.collate_fn = lambda b: ...`` in a class whose base class in another module of the
+        project passes ``collate_fn=self.collate_fn`` to a DataLoader with workers (the index)."""
+        a = self.a
+        if a.index is None:
+            return
+        for cls in a.classes:
+            if cls.in_function is not None or not cls.base_qnames:
+                continue
+            attrs = a.project_loader_attrs(cls)
+            if not attrs:
+                continue
+            for fn in a.class_functions(cls):
+                for sa in fn.self_assigns:
+                    if sa.kind != "assign" or sa.value is None or sa.attr not in attrs:
+                        continue
+                    leaves = self.keeper.leaves(sa.value, fn, sa.attr)
+                    if not leaves:
+                        continue
+                    where, path, line = attrs[sa.attr]
+                    yield Sink(
+                        f"stored in self.{sa.attr}, which base class {where} passes to a DataLoader with workers "
+                        f"({path}:{line})",
+                        False,
+                        leaves,
+                    )
 
     def pipeline_stages(self) -> Iterator[Sink]:
         """Functions given to a method called on a dataset object, fluent-pipeline style:
