@@ -219,6 +219,17 @@ class SelfAssign:
 
 
 @dataclass(eq=False)
+class AttrStore:
+    """``name.attr = value`` (any receiver name, ``self`` included), in ``func`` (None: module level)."""
+
+    func: Optional["FuncInfo"]
+    name: str
+    attr: str
+    value: cst.BaseExpression
+    stmt: cst.CSTNode
+
+
+@dataclass(eq=False)
 class FuncInfo:
     node: cst.FunctionDef
     name: str
@@ -459,6 +470,8 @@ class _Indexer(cst.CSTVisitor):
             for el in target.elements:
                 self._target(el.value, None, stmt, kind)
             return
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and value is not None and kind == "assign":
+            self.a.attr_stores.append(AttrStore(fn, target.value.value, target.attr.value, value, stmt))
         if fn is None:
             if isinstance(target, cst.Name) and value is not None:
                 self.a.module_assigns.setdefault(target.value, []).append(value)
@@ -535,6 +548,7 @@ class Analysis:
         self.calls: List[CallSite] = []
         self.lambdas: List[Tuple[cst.Lambda, Optional[FuncInfo], Optional[cst.CSTNode]]] = []
         self.module_assigns: Dict[str, List[cst.BaseExpression]] = {}
+        self.attr_stores: List["AttrStore"] = []  # `name.attr = value` (loader.collate_fn = fn, ...)
         # imports are collected in the same walk; qualify() needs them, so walk imports first
         self._collect_imports()
         module.visit(_Indexer(self))
@@ -699,6 +713,46 @@ class Analysis:
                 if t is not None and id(t) not in ids and itemish(t):
                     add(t)
                     changed = True
+            for c in list(out):
+                for t in self.registry_classes(c):
+                    if id(t) not in ids and itemish(t):
+                        add(t)
+                        changed = True
+        return out
+
+    def registry_classes(self, cls: ClassInfo) -> List[ClassInfo]:
+        """Classes of this module listed in a module-level registry (a dict / list / tuple literal,
+        nested, ``dict(func=Reader)`` included: ``DATA_TYPES = {"hdf5": dict(func=H5FileWrapper)}``)
+        that the parent side of ``cls`` reads: it builds its readers from the registry and keeps them."""
+        registries = self._registries
+        if not registries:
+            return []
+        names: Set[str] = set()
+        for fn in self.closure(cls, [self.resolve_method(cls, n) for n in PARENT_ROOTS]):
+            if fn.cls is None and fn.parent is None:
+                continue  # module-level helpers: only the class's own methods
+            names |= {n for n in _names_in(fn.node.body) if n in registries and n not in fn.params}
+        out: List[ClassInfo] = []
+        for name in sorted(names):
+            for t in registries[name]:
+                if t is not cls and t not in out:
+                    out.append(t)
+        return out
+
+    @cached_property
+    def _registries(self) -> Dict[str, List[ClassInfo]]:
+        """Module-level names bound to a registry literal holding classes of this module."""
+        out: Dict[str, List[ClassInfo]] = {}
+        for name, values in self.module_assigns.items():
+            for value in values:
+                if not isinstance(value, (cst.Dict, cst.List, cst.Tuple, cst.Call)):
+                    continue
+                if isinstance(value, cst.Call) and not (isinstance(value.func, cst.Name) and value.func.value == "dict"):
+                    continue
+                for n in _registry_names(value):
+                    t = self.module_classes.get(n)
+                    if t is not None and n not in self.aliases and t not in out.get(name, []):
+                        out.setdefault(name, []).append(t)
         return out
 
     def is_dataset(self, cls: ClassInfo) -> bool:
@@ -785,6 +839,42 @@ class Analysis:
             ):
                 continue
             out.append(fact)
+        return out
+
+    def project_call_cuda(self, site: "CallSite") -> Optional[Tuple[str, str, str, int]]:
+        """A call of a function defined in another module of the project that uses CUDA, itself or
+        through the project functions it calls (``utils.move_to_cuda(x)``, whose body calls
+        ``torch.cuda.current_device()``): (the CUDA call, that function, its path, line)."""
+        if self.index is None or not site.qname or isinstance(site.node.func, cst.Attribute) and self_attr(site.node.func.value) is not None:
+            return None
+        q = self.absolute(site.qname)
+        if not q or q.split(".", 1)[0] in ("torch", "numpy", "builtins"):
+            return None
+        mod = self.module_name[0]
+        if q.rpartition(".")[0] == mod:
+            return None  # same module: the closure follows it
+        try:
+            return self.index.function_cuda(q)
+        except RecursionError:
+            return None
+
+    def project_loader_attrs(self, cls: ClassInfo) -> Dict[str, Tuple[str, str, int]]:
+        """``self.X`` attributes that a base class of ``cls`` in another module of the project passes
+        to a DataLoader as ``collate_fn``/``worker_init_fn`` (``num_workers`` not literally 0):
+        attribute -> (``Base.method``, path, line)."""
+        q = self.class_qname(cls)
+        if q is None:
+            return {}
+        me = self.module_name[0]
+        out: Dict[str, Tuple[str, str, int]] = {}
+        chain, _ = self.index.base_chain(q)
+        for ref in chain[1:]:
+            if ref.qname.rpartition(".")[0] == me:
+                continue  # a same-file base: the file's own analysis sees it
+            for name, m in ref.summary.methods.items():
+                for entry in m.loader_attrs:
+                    attr, _, line = entry.rpartition(":")
+                    out.setdefault(attr, (f"{ref.name}.{name}", ref.path, int(line)))
         return out
 
     def class_functions(self, cls: ClassInfo) -> List[FuncInfo]:
@@ -891,8 +981,15 @@ class Analysis:
             names = names + ("reset",)  # a datapipe's reset() runs in each worker when iteration starts
         for q in self.library_bases(cls):  # PyG Dataset.__getitem__ -> self.get(idx)
             names = names + tuple(h for h in self.knowledge.library_worker_hooks(q) if h not in names)
+        names = names + tuple(n for n in self.collate_methods(cls) if n not in names)
         roots = [self.resolve_method(cls, n) for n in names]
         return self.closure(cls, [r for r in roots if r is not None])
+
+    def collate_methods(self, cls: ClassInfo) -> List[str]:
+        """Methods of the dataset (and its same-file bases) that are its loader's ``collate_fn`` by
+        convention (``rules/datasets.toml`` ``collate_method_words``: ``collater``, ``collate_fn``)."""
+        words = self.knowledge.collate_method_words
+        return [f.name for f in self.class_functions(cls) if any(w in f.name.lower() for w in words)]
 
     @cached_property
     def worker_functions(self) -> List[FuncInfo]:
@@ -1032,7 +1129,26 @@ class Analysis:
                     for sa in fn.self_assigns:
                         if sa.attr == attr and sa.kind == "assign" and self.is_cuda_value(sa.value, fn, depth + 1):
                             return True
+                return self.stored_cuda_device(cls, attr, depth)
         return False
+
+    def stored_cuda_device(self, cls: ClassInfo, attr: str, depth: int = 0) -> bool:
+        """``self.attr`` holds a CUDA device stored by a method the class itself does not see through
+        ``class_functions``: an overridden same-file base method (``Base.__init__`` setting
+        ``self.device = "cuda"``, called through ``super().__init__()``), or a base class's method in
+        another module of the project (the index)."""
+        for c in self.mro(cls):
+            for fn in c.methods.values():
+                for sa in fn.self_assigns:
+                    if sa.attr == attr and sa.kind == "assign" and self.is_cuda_value(sa.value, fn, depth + 1):
+                        return True
+        q = self.class_qname(cls)
+        if q is None:
+            return False
+        try:
+            return any(f.attr == attr and f.kind == "device" for f in self.index.init_assigns(q))
+        except RecursionError:
+            return False
 
     def owner_class(self, fn: Optional[FuncInfo]) -> Optional[ClassInfo]:
         while fn is not None:
@@ -1043,6 +1159,44 @@ class Analysis:
 
     def is_module_object(self, node: cst.BaseExpression) -> bool:
         return isinstance(node, cst.Name) and node.value in self.module_aliases
+
+
+def _names_in(node: cst.CSTNode) -> Set[str]:
+    """Names read anywhere in ``node``."""
+    out: Set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            out.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)  # `x.attr`: the attribute's name is not a read of a name
+            return False
+
+    node.visit(V())
+    return out
+
+
+def _registry_names(value: cst.BaseExpression, depth: int = 0) -> List[str]:
+    """Bare names held as values in a (nested) registry literal: dict values, list / tuple elements,
+    ``dict(key=Name)`` arguments; keys and other expressions are not followed."""
+    if depth > 4:
+        return []
+    if isinstance(value, cst.Name):
+        return [value.value]
+    out: List[str] = []
+    if isinstance(value, cst.Dict):
+        for el in value.elements:
+            if isinstance(el, cst.DictElement):
+                out += _registry_names(el.value, depth + 1)
+    elif isinstance(value, (cst.List, cst.Tuple)):
+        for el in value.elements:
+            out += _registry_names(el.value, depth + 1)
+    elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict":
+        for arg in value.args:
+            if arg.keyword is not None:
+                out += _registry_names(arg.value, depth + 1)
+    return out
 
 
 def _stored_values(value: Optional[cst.BaseExpression]) -> List[cst.BaseExpression]:

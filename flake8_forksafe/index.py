@@ -23,12 +23,12 @@ import re
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import _dotted  # the gate's dotted-name reader: one definition
 
-SCHEMA = 1  # bump when the summary's shape or meaning changes: old cache entries are then ignored
+SCHEMA = 4  # bump when the summary's shape or meaning changes: old cache entries are then ignored
 CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module loads the engine)
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
@@ -41,7 +41,8 @@ MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
 class Assign:
     """``self.attr = <value>`` in a method. ``kind``: "factory" (detail: the factory's name),
     "param" (detail: the parameter, or ``kwargs[key]``), "none", "call" (detail: the callee,
-    ``self.m`` or a qualified name), "generator", "rng", "cuda", "other"."""
+    ``self.m`` or a qualified name), "generator", "rng", "cuda", "device" (a CUDA device literal:
+    ``"cuda"``, ``torch.device("cuda:0")``, possibly under a condition), "other"."""
 
     attr: str
     line: int
@@ -59,6 +60,10 @@ class Method:
     super_init: bool = False
     base_inits: List[str] = field(default_factory=list)  # Base.__init__(self): qualified Base
     returns: str = ""  # "", "factory:<name>", "generator", "rng", "cuda", "call:<callee>"
+    cuda: str = ""  # the first call in the body that initialises CUDA or moves data to it ("torch.cuda.current_device()")
+    cuda_line: int = 0
+    callees: List[str] = field(default_factory=list)  # qualified names of plain calls (project helpers followed)
+    loader_attrs: List[str] = field(default_factory=list)  # `DataLoader(..., collate_fn=self.X)`: "X:<line>"
 
 
 @dataclass
@@ -195,6 +200,8 @@ class _Summariser:
             return "other", ""
         if isinstance(value, ast.Constant) and value.value is None:
             return "none", ""
+        if _cuda_literal(value):  # "cuda", "cuda:0", torch.device("cuda")
+            return "device", "cuda"
         if isinstance(value, ast.GeneratorExp):
             return "generator", ""
         if isinstance(value, ast.Name):
@@ -213,13 +220,13 @@ class _Summariser:
         if isinstance(value, ast.IfExp):
             for branch in (value.body, value.orelse):
                 k = self.kind(branch, fn, depth + 1)
-                if k[0] in ("factory", "generator", "rng", "cuda"):
+                if k[0] in ("factory", "generator", "rng", "cuda", "device"):
                     return k
             return self.kind(value.body, fn, depth + 1)
         if isinstance(value, ast.BoolOp):
             for v in value.values:
                 k = self.kind(v, fn, depth + 1)
-                if k[0] in ("factory", "generator", "rng", "cuda"):
+                if k[0] in ("factory", "generator", "rng", "cuda", "device"):
                     return k
             return "other", ""
         if isinstance(value, ast.Call):
@@ -252,6 +259,44 @@ class _Summariser:
             if q:
                 return "call", q
         return "other", ""
+
+    def loader_self_args(self, call: ast.Call, self_name: str, m: Method) -> None:
+        """``DataLoader(..., collate_fn=self.X, worker_init_fn=self.Y)`` whose ``num_workers`` is not
+        literally 0: a subclass that stores a lambda or a local function in ``self.X`` hands it to
+        the workers."""
+        d = _dotted(call.func) or ""
+        last = d.rsplit(".", 1)[-1]
+        if not (last in {q.rsplit(".", 1)[-1] for q in self.k.loaders} or last.endswith(tuple(self.k.loader_suffixes))):
+            return
+        for kw in call.keywords:
+            if kw.arg == "num_workers" and isinstance(kw.value, ast.Constant) and kw.value.value == 0:
+                return
+        for kw in call.keywords:
+            v = kw.value
+            if (
+                kw.arg in ("collate_fn", "worker_init_fn")
+                and isinstance(v, ast.Attribute)
+                and isinstance(v.value, ast.Name)
+                and v.value.id == self_name
+            ):
+                m.loader_attrs.append(f"{v.attr}:{call.lineno}")
+
+    def cuda_call(self, call: ast.Call) -> str:
+        """How ``call`` uses CUDA, as FRK301/FRK302 count it, from literals only: ``torch.cuda.X()``
+        other than the queries of ``rules/cuda.toml``, ``x.cuda()``, ``x.to("cuda")``,
+        ``device="cuda"``; "" when it does not."""
+        func = call.func
+        q = self.qualify(_dotted(func)) or ""
+        if q.startswith("torch.cuda.") and q not in self.k.cuda_queries:
+            return f"{q}()"
+        if isinstance(func, ast.Attribute) and not q.startswith("torch."):
+            if func.attr in self.k.cuda_methods:
+                return f".{func.attr}()"
+            if func.attr in self.k.move_methods and call.args and _cuda_literal(call.args[0]):
+                return f".{func.attr}(cuda)"
+        if any(kw.arg in self.k.device_keywords and _cuda_literal(kw.value) for kw in call.keywords):
+            return f"{q or 'call'}(device=cuda)"
+        return ""
 
     # -- functions
     def function(self, node, self_name: Optional[str]) -> Method:
@@ -299,6 +344,16 @@ class _Summariser:
                         m.assigns.append(Assign(t.attr, n.lineno, kind, detail))
             elif isinstance(n, ast.Call):
                 f = n.func
+                if self_name:
+                    self.loader_self_args(n, self_name, m)
+                if not m.cuda:
+                    use = self.cuda_call(n)
+                    if use:
+                        m.cuda, m.cuda_line = use, n.lineno
+                if not isinstance(f, ast.Attribute) or not (isinstance(f.value, ast.Name) and f.value.id == self_name):
+                    q = self.qualify(_dotted(f))
+                    if q and q not in m.callees and len(m.callees) < 64 and not q.startswith(("torch.", "numpy.", "builtins.")):
+                        m.callees.append(q)
                 if isinstance(f, ast.Attribute):
                     if self_name and isinstance(f.value, ast.Name) and f.value.id == self_name:
                         if f.attr not in m.self_calls:
@@ -482,6 +537,8 @@ class ProjectIndex:
         self.cache_hits = 0
         self.errors: List[str] = []
         self._digests: Dict[str, str] = {}
+        self._dep_info: Dict[str, Tuple[str, List[str]]] = {}  # module -> (content digest, project imports)
+        self._reach_memo: Dict[str, FrozenSet[str]] = {}  # module -> project modules it reaches
         self._extra_roots: List[Path] = []
         self._tops: Optional[Set[str]] = None
 
@@ -815,6 +872,28 @@ class ProjectIndex:
             return self.returns(detail, cls, depth + 1)
         return kind, detail
 
+    def function_cuda(self, qname: str, depth: int = 0, seen: Optional[Set[str]] = None) -> Optional[Tuple[str, str, str, int]]:
+        """Whether the project function ``qname`` (a module-level function, followed through
+        re-exports) uses CUDA, itself or through the project functions it calls: (the CUDA call,
+        the function that makes it, its path, line), or None."""
+        seen = set() if seen is None else seen
+        if depth > 4 or qname in seen or len(seen) > 64:
+            return None
+        seen.add(qname)
+        q = self.canonical(qname)
+        mod, _, name = q.rpartition(".")
+        s = self.summary(mod) if mod else None
+        m = s.functions.get(name) if s else None
+        if m is None:
+            return None
+        if m.cuda:
+            return m.cuda, q, s.path, m.cuda_line
+        for callee in m.callees:
+            got = self.function_cuda(callee, depth + 1, seen)
+            if got is not None:
+                return got
+        return None
+
     def init_assigns(self, qname: str) -> List[AttrFact]:
         """What the methods ``__init__`` reaches store on ``self``: a handle from factory F, None,
         a parameter, a generator, an RNG, a CUDA value (calls followed through the project)."""
@@ -830,19 +909,130 @@ class ProjectIndex:
                 out.append(AttrFact(a.attr, kind, detail, ref.path, a.line, ref))
         return out
 
+    def passes_self_to_loader(self, qname: str) -> bool:
+        """The class or a project base of it passes ``self.X`` to a DataLoader as ``collate_fn`` /
+        ``worker_init_fn`` (``Method.loader_attrs``)."""
+        chain, _ = self.base_chain(qname)
+        return any(m.loader_attrs for c in chain for m in c.summary.methods.values())
+
     def dependency_digest(self, path: str) -> str:
-        """A digest of the contents of the project modules a file's classes build on (its bases'
-        modules), for keying cached findings: an edit to a base class invalidates its subclasses."""
-        s = self.summary_of_path(path)
-        if s is None:
-            return ""
-        mods: Set[str] = set()
-        for name in s.classes:
-            chain, _ = self.base_chain(f"{s.module}.{name}" if s.module else name)
-            for c in chain[1:]:
-                mods.add(c.qname.rpartition(".")[0])
-        mods.discard(s.module)
-        return hashlib.sha256("".join(self._digests.get(m, "") for m in sorted(mods)).encode()).hexdigest()[:16]
+        """A digest of the contents of every project module the file depends on, for keying cached
+        findings: the modules it imports, what those import, and so on (bases, helpers, re-exports
+        through package ``__init__`` files, transitively), each with the packages above it. Read from
+        the files' text (imports found by the same cheap reading as ``project_bases``), without
+        parsing: an edit to a base class or helper any number of modules away invalidates the file."""
+        module, is_package = self.module_for(path)
+        deps = self._imports_of(module, is_package, Path(path))[1]
+        reach: Set[str] = set()
+        for d in deps:
+            reach |= self._reach(d)
+        reach.discard(module)
+        parts = sorted(f"{m}:{self._dep_info[m][0]}" for m in reach)
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+    def _reach(self, start: str) -> FrozenSet[str]:
+        """The project modules reachable from ``start`` through imports (``start`` included),
+        memoised per strongly connected component of the import graph (iterative Tarjan)."""
+        got = self._reach_memo.get(start)
+        if got is not None:
+            return got
+        index: Dict[str, int] = {}
+        low: Dict[str, int] = {}
+        stack: List[str] = []
+        on: Set[str] = set()
+
+        def deps_of(m: str) -> List[str]:
+            p = self.path_for(m)
+            if p is None:
+                return []
+            return [d for d in self._imports_of(m, p.name == "__init__.py", p)[1]]
+
+        if self.path_for(start) is None:
+            self._reach_memo[start] = frozenset()
+            return frozenset()
+        work: List[Tuple[str, int]] = [(start, 0)]
+        children: Dict[str, List[str]] = {}
+        while work:
+            m, i = work.pop()
+            if i == 0:
+                index[m] = low[m] = len(index)
+                stack.append(m)
+                on.add(m)
+                children[m] = deps_of(m)
+            ch = children[m]
+            recurse = False
+            while i < len(ch):
+                d = ch[i]
+                i += 1
+                if d in self._reach_memo:
+                    continue
+                if d not in index:
+                    work.append((m, i))
+                    work.append((d, 0))
+                    recurse = True
+                    break
+                if d in on:
+                    low[m] = min(low[m], index[d])
+            if recurse:
+                continue
+            if low[m] == index[m]:  # m roots a component: pop it, its reach is shared
+                comp: List[str] = []
+                while True:
+                    x = stack.pop()
+                    on.discard(x)
+                    comp.append(x)
+                    if x == m:
+                        break
+                r: Set[str] = set(comp)
+                for x in comp:
+                    for d in children[x]:
+                        if d not in r:
+                            r |= self._reach_memo.get(d, frozenset())
+                fr = frozenset(r)
+                for x in comp:
+                    self._reach_memo[x] = fr
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[m])
+        return self._reach_memo.get(start, frozenset())
+
+    def _imports_of(self, module: str, is_package: bool, path: Path) -> Tuple[str, List[str]]:
+        """(content digest, the project modules the file imports, with the packages above them);
+        read once per process."""
+        got = self._dep_info.get(module)
+        if got is not None:
+            return got
+        try:
+            data = path.read_bytes()
+        except OSError:
+            got = self._dep_info[module] = ("unreadable", [])
+            return got
+        text = data.decode("utf-8", "surrogateescape")
+        cands: List[str] = []
+        for dots, mod, imported in _FROM_IMPORT.findall(text):
+            base = absolute_module(module, is_package, len(dots), mod or None)
+            if base:
+                cands.append(base)
+            for n in imported.strip("()").split(","):
+                n = n.split("#", 1)[0].split()
+                if n and n[0].isidentifier():
+                    cands.append(f"{base}.{n[0]}" if base else n[0])  # a submodule imported by name
+        for imported in _IMPORT.findall(text):
+            for n in imported.split(","):
+                n = n.split("#", 1)[0].split()
+                if n:
+                    cands.append(n[0])
+        if "." in module or is_package:  # the packages above the module run first and may re-export
+            cands.append(module if is_package else module.rpartition(".")[0])
+        deps: List[str] = []
+        for c in cands:
+            parts = c.split(".")
+            for i in range(len(parts), 0, -1):
+                m = ".".join(parts[:i])
+                if m != module and m not in deps and self.path_for(m) is not None:
+                    deps.append(m)
+        got = self._dep_info[module] = (hashlib.sha256(data).hexdigest(), deps)
+        return got
 
 
 _INDEXES: Dict[Tuple[Path, int], ProjectIndex] = {}
@@ -879,6 +1069,8 @@ def has_project_dataset(index: ProjectIndex, path: str, k: Knowledge, text: Opti
             ref = index.resolve_class(q)
             if ref is not None and (is_base(ref.qname) or index.derives_from(ref.qname, is_base)):
                 return True
+            if ref is not None and ("lambda" in text or "def " in text) and index.passes_self_to_loader(ref.qname):
+                return True  # FRK201/202: a base that gives self.collate_fn to a DataLoader
         return False
     s = index.summary_of_path(path)
     for name, c in s.classes.items():

@@ -78,9 +78,13 @@ class Knowledge:
     iteration_consumers: FrozenSet[str]  # FRK401: calls that iterate a loader they are given
     iteration_wrappers: FrozenSet[str]
     context_keywords: Tuple[str, ...]  # FRK401: keywords that pass a multiprocessing context
+    collate_method_words: Tuple[str, ...] = ()  # dataset methods that are the loader's collate_fn
+    loader_consumer_methods: FrozenSet[str] = frozenset()  # FRK401: `trainer.fit(model, dl)` iterates dl
+    loader_factory_words: Tuple[str, ...] = ()  # FRK401: `x.to_dataloader(num_workers=2)` builds a loader
     library_classes: Dict[str, LibraryClass] = field(default_factory=dict)  # rules/libraries.toml
     not_datasets: FrozenSet[str] = frozenset()  # look-alike `...Dataset` classes that are not torch datasets
     not_dataset_modules: Tuple[str, ...] = ()  # modules none of whose classes is a torch dataset
+    unpicklable_fork_safe: FrozenSet[str] = frozenset()  # of ``unpicklable``: a fork copy is harmless
     generator_functions: FrozenSet[str] = frozenset()  # calls returning a generator/iterator (FRK203)
     generator_methods: FrozenSet[str] = frozenset()  # pathlib-like methods returning one, on any non-module receiver
     path_generator_methods: FrozenSet[str] = frozenset()  # the same, only on a `...Path(...)` receiver
@@ -256,16 +260,20 @@ def _build(data: Dict[str, dict]) -> Knowledge:
         iteration_consumers=frozenset(mp.get("iteration_consumers", ())),
         iteration_wrappers=frozenset(mp.get("iteration_wrappers", ())),
         context_keywords=tuple(mp.get("context_keywords", ("multiprocessing_context", "mp_context", "context"))),
+        collate_method_words=tuple(w.lower() for w in datasets.get("collate_method_words", ())),
+        loader_consumer_methods=frozenset(mp.get("loader_consumer_methods", ())),
+        loader_factory_words=tuple(w.lower() for w in mp.get("loader_factory_words", ())),
         library_classes=library_classes,
         not_datasets=frozenset(libs.get("not_datasets", ())),
         not_dataset_modules=tuple(libs.get("not_dataset_modules", ())),
+        unpicklable_fork_safe=frozenset(o["name"] for o in unpick["object"] if o.get("fork_safe", False)),
         generator_functions=frozenset(libs.get("generator_functions", ())),
         generator_methods=frozenset(libs.get("generator_methods", ())),
         path_generator_methods=frozenset(libs.get("path_generator_methods", ())),
         # The textual pre-filter (prefilter.py): a file with none of these words cannot have a finding.
         words=tuple(
             dict.fromkeys(
-                ("Dataset", "DataLoader", "DataPipe", "datasets", "worker_init_fn")
+                ("Dataset", "DataLoader", "DataPipe", "datasets", "worker_init_fn", "num_workers")
                 + tuple(b.rsplit(".", 1)[-1] for b in datasets["bases"])
                 + tuple(b.rsplit(".", 1)[-1] for b in lib_bases)
                 + tuple(l.rsplit(".", 1)[-1] for l in datasets["loaders"])

@@ -68,6 +68,7 @@ class _Names:
         self.get_context = k.get_context
         self.starters = k.pools | k.process_classes | k.spawners | k.get_context
         self.process_classes = k.process_classes
+        self.loader_factory_words = k.loader_factory_words
 
     def datasetish(self, name: str) -> bool:
         return name in self.dataset_bases or name.endswith(self.dataset_suffixes)
@@ -285,6 +286,8 @@ class Facts:
             last = q.rsplit(".", 1)[-1]
             if n.loaderish(last):
                 return "anchor"
+            if "num_workers" in c.keywords and any(w in last.lower() for w in n.loader_factory_words):
+                return "anchor"  # FRK401: `ds.to_dataloader(num_workers=2)` builds a loader
             if last == "type" and c.type_bases is not None:  # a base may come through a name (FRK202)
                 return "anchor"
             if n.datasetish(last) or (last[:1].isupper() and q.startswith(n.dataset_modules)):

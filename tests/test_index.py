@@ -388,3 +388,90 @@ def test_flake8_plugin_uses_the_project(tmp_path: Path) -> None:
         f"(opened in base class Base.__init__, {Path('det/base.py')}:6)"
     ), r.stdout + r.stderr
     assert len(r.stdout.splitlines()) == 1
+
+
+def test_warm_cache_sees_an_edit_two_modules_away(tmp_path: Path) -> None:
+    """Cached findings are keyed by every project module a file depends on, transitively: an edit to
+    a base class reached through a re-export and another base, or to a helper reached through
+    another helper, makes the finding appear on a warm run (the file itself is unchanged)."""
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "det/__init__.py": "",
+            "det/data/__init__.py": "from .mid import Mid\n",
+            "det/data/mid.py": "from det.root import Root\n\n\nclass Mid(Root):\n    pass\n",
+            "det/root.py": """\
+                class Root:
+                    def __init__(self, root):
+                        self.root = root
+                        self._load()
+
+                    def _load(self):
+                        self.env = None
+                """,
+            "det/utils.py": "from det.ops import move\n\n\ndef prepare(x):\n    return move(x)\n",
+            "det/ops.py": "def move(x):\n    return x\n",
+            "det/coco.py": """\
+                from torch.utils.data import Dataset
+
+                from det.data import Mid
+                from det.utils import prepare
+
+
+                class Coco(Mid, Dataset):
+                    def __len__(self):
+                        return 10
+
+                    def __getitem__(self, i):
+                        return prepare(i)
+                """,
+        },
+    )
+    first = forksafe(tmp_path, ".", "--select", "FRK101,FRK302")
+    assert first.returncode == 0 and first.stdout == "", first.stdout + first.stderr
+    assert list((tmp_path / ".forksafe_cache").rglob("*.json"))  # the cache is in use
+    ops = tmp_path / "det/ops.py"
+    ops.write_text("def move(x):\n    return x.cuda()\n")
+    second = forksafe(tmp_path, ".", "--select", "FRK101,FRK302")
+    assert [line.split(" ", 2)[:2] for line in second.stdout.splitlines() if " FRK" in line] == [
+        [f"{Path('det/coco.py')}:12:16:", "FRK302"]
+    ], second.stdout + second.stderr
+    root = tmp_path / "det/root.py"
+    root.write_text(root.read_text().replace("self.env = None", "import lmdb\n        self.env = lmdb.open(self.root)"))
+    third = forksafe(tmp_path, ".", "--select", "FRK101,FRK302")
+    assert [line.split(" ", 2)[:2] for line in third.stdout.splitlines() if " FRK" in line] == [
+        [f"{Path('det/coco.py')}:7:1:", "FRK101"],
+        [f"{Path('det/coco.py')}:12:16:", "FRK302"],
+    ], third.stdout + third.stderr
+    assert f"CUDA: .cuda() in det.ops.move, {Path('det/ops.py')}:2" in third.stdout
+
+
+def test_dependency_digest_follows_imports_transitively(tmp_path: Path) -> None:
+    """The digest changes with a re-exporting ``__init__``, a base two imports away and a helper's
+    helper; it does not change with a module the file does not reach, nor with an outside package."""
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "p/__init__.py": "",
+            "p/data/__init__.py": "from .mid import Mid\n",
+            "p/data/mid.py": "from ..root import Root\n\n\nclass Mid(Root):\n    pass\n",
+            "p/root.py": "import numpy\n\n\nclass Root:\n    pass\n",
+            "p/unrelated.py": "X = 1\n",
+            "p/ds.py": "import torch\nfrom p.data import Mid\n\n\nclass DS(Mid):\n    pass\n",
+        },
+    )
+
+    def digest() -> str:
+        return ProjectIndex(tmp_path, K, None).dependency_digest(str(tmp_path / "p/ds.py"))
+
+    before = digest()
+    (tmp_path / "p/unrelated.py").write_text("X = 2\n")
+    assert digest() == before
+    for rel in ("p/root.py", "p/data/__init__.py", "p/data/mid.py", "p/__init__.py"):
+        f = tmp_path / rel
+        f.write_text(f.read_text() + "\n# edited\n")
+        after = digest()
+        assert after != before, rel
+        before = after

@@ -24,7 +24,9 @@ from flake8_forksafe.families.handles.facts import (
     helper_handles,
     is_lazy,
     lazy_open_calls,
+    recreated_on_unpickle,
     reopens_per_process,
+    worker_uses_attr,
 )
 from flake8_forksafe.families.handles.lazy import LazyPlan, apply_lazy, plan_derived, plan_lazy
 from flake8_forksafe.model import SAFE, Example, Report, Rule
@@ -58,7 +60,12 @@ def parent_kept_handles(a: Analysis, cls: ClassInfo) -> List[Kept]:
                     continue  # opened at module level (FRK102) or lazily (FRK103)
                 if not k.container and (released_in(parent, sa.attr) or closed_by_with(parent, sa.attr)):
                     continue
-                if getstate_leaves_out(a, cls, sa.attr) and reopens_per_process(a, cls, sa.attr):
+                if getstate_leaves_out(a, cls, sa.attr) and (
+                    reopens_per_process(a, cls, sa.attr)
+                    # spawn: the unpickled copy reopens it; fork: workers never touch the inherited
+                    # handle (os.open only to build a read-only mmap the workers read)
+                    or (recreated_on_unpickle(a, cls, sa.attr) and not worker_uses_attr(a, cls, sa.attr))
+                ):
                     continue
                 out.append(Kept(cls, fn, sa, k))
     return out

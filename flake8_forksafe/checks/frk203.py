@@ -20,6 +20,7 @@ from flake8_forksafe.families.handles.facts import (
     getstate_leaves_out,
     is_lazy,
     reads_attr,
+    recreated_on_unpickle,
     reopens_per_process,
 )
 from flake8_forksafe.families.handles.iterators import consumed_at_once, generator_call
@@ -40,6 +41,7 @@ class Hit:
     label: str  # "threading.Lock()", "a generator", "the module h5py"
     kind: str  # "lazy", "thread", "generator", "module"
     direct: bool  # the kept value is the constructor call itself, assigned with =
+    qname: str = ""  # the constructor's qualified name (a ``rules/unpicklable.toml`` object)
 
 
 def _classify(a: Analysis, value: Optional[cst.BaseExpression], fn: FuncInfo, depth: int = 0) -> List[Hit]:
@@ -48,16 +50,10 @@ def _classify(a: Analysis, value: Optional[cst.BaseExpression], fn: FuncInfo, de
     if isinstance(value, cst.Call):
         q = a.qualify(value.func)
         if q is not None and q in a.knowledge.unpicklable:
-            return [Hit(value, f"{q}()", "lazy" if a.knowledge.unpicklable[q] else "worker", True)]
-        if q is not None and q in a.knowledge.generator_functions:
-            return [Hit(value, f"the iterator {q}()", "generator", False)]
-        f = value.func
-        if isinstance(f, cst.Attribute) and _generator_method(a, f):
-            return [Hit(value, f"the generator .{f.attr.value}()", "generator", False)]
-        # calls the library model does not list: receiver-evident pathlib iterators (flow facts)
-        gen = generator_call(a, value, fn)
+            return [Hit(value, f"{q}()", "lazy" if a.knowledge.unpicklable[q] else "worker", True, q)]
+        gen = generator_call(a, value, fn)  # the library model's generator calls (one routine)
         if gen is not None:
-            return [Hit(value, f"the iterator {gen}", "generator", False)]
+            return [Hit(value, gen, "generator", False)]
         target = None
         if isinstance(value.func, cst.Name) and value.func.value not in a.aliases:
             target = a.function_named(value.func.value, fn)
@@ -75,29 +71,15 @@ def _classify(a: Analysis, value: Optional[cst.BaseExpression], fn: FuncInfo, de
         if name in fn.params or name in fn.local_assigns:
             out = []
             for v in fn.local_assigns.get(name, []):
-                out += [Hit(h.node, h.label, h.kind, False) for h in _classify(a, v, fn, depth + 1)]
+                out += [Hit(h.node, h.label, h.kind, False, h.qname) for h in _classify(a, v, fn, depth + 1)]
             return out
         if a.is_module_object(value) and not bound_in_scope(fn, name):
             return [Hit(value, f"the module {a.aliases.get(name, name)}", "module", False)]
         return []
     out = []
     for el in container_elements(value) or []:  # a generator expression was answered above
-        out += [Hit(h.node, h.label, h.kind, False) for h in _classify(a, el, fn, depth + 1)]
+        out += [Hit(h.node, h.label, h.kind, False, h.qname) for h in _classify(a, el, fn, depth + 1)]
     return out
-
-
-def _generator_method(a: Analysis, f: cst.Attribute) -> bool:
-    """``x.rglob(...)`` / ``x.iterdir()`` on an object (not a module), or ``Path(...).glob(...)``."""
-    k = a.knowledge
-    name = f.attr.value
-    if name in k.generator_methods:
-        return not (isinstance(f.value, cst.Name) and a.is_module_alias(f.value.value))
-    if name in k.path_generator_methods:
-        recv = f.value
-        while isinstance(recv, cst.BinaryOperation):  # Path(root) / "images"
-            recv = recv.left
-        return isinstance(recv, cst.Call) and (a.qualify(recv.func) or "").endswith("Path")
-    return False
 
 
 def _with_referenced_methods(a: Analysis, cls: ClassInfo, fns: List[FuncInfo]) -> List[FuncInfo]:
@@ -241,7 +223,12 @@ class DS(Dataset):
                         if id(hit.node) in done:
                             continue
                         if getstate_leaves_out(a, cls, sa.attr) and (
-                            hit.kind == "module" or reopens_per_process(a, cls, sa.attr)
+                            hit.kind == "module"
+                            or reopens_per_process(a, cls, sa.attr)
+                            or (  # only pickling is the hazard, and an unpickled copy makes its own
+                                hit.qname in a.knowledge.unpicklable_fork_safe
+                                and recreated_on_unpickle(a, cls, sa.attr)
+                            )
                         ):
                             continue
                         done.add(id(hit.node))

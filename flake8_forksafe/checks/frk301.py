@@ -153,7 +153,7 @@ class DS(Dataset):
 
     @staticmethod
     def message(use: CudaUse, where_: str) -> str:
-        if use.kind == "torch_cuda":
+        if use.kind in ("torch_cuda", "helper"):
             what = f"{use.describe()} in {where_} initialises CUDA in the parent process"
             todo = "keep CUDA out of the dataset and set the device in the training script"
         else:

@@ -104,11 +104,17 @@ def make_loader(ds):
                 continue
             parent = {id(fn) for fn in a.parent_side(cls)}  # FRK301 reports what runs in __init__ too
             root = next((n for n in ("__getitem__", "__getitems__", "__iter__") if a.resolve_method(cls, n)), "__getitem__")
+            collate = {}  # functions only a collate method reaches: named after it
+            for name in a.collate_methods(cls):
+                for f in a.closure(cls, [a.resolve_method(cls, name)]):
+                    collate.setdefault(id(f), name)
+            item = {id(f) for n in ("__getitem__", "__getitems__", "__iter__", "__next__") for f in a.closure(cls, [a.resolve_method(cls, n)])}
             for fn in a.worker_side(cls):
                 if id(fn) in parent:
                     continue
+                r = collate[id(fn)] if id(fn) in collate and id(fn) not in item else root
                 for use in cuda_uses(a, fn, worker=True):
-                    yield self.report(use.call, self.message(use, where(a, cls, fn, root)), fixable=False, data=use)
+                    yield self.report(use.call, self.message(use, where(a, cls, fn, r)), fixable=False, data=use)
         for kind, fn, sites, partial in self.worker_callables(a):
             for use in cuda_uses(a, None, worker=True, sites=sites):
                 name = f"{fn.name}()" if isinstance(fn, FuncInfo) else "lambda"
@@ -137,7 +143,7 @@ def make_loader(ds):
     def message(use: CudaUse, where_: str) -> str:
         if use.kind == "default_device":
             what = f"{use.describe()} in {where_} makes tensors created in the DataLoader workers CUDA tensors"
-        elif use.kind == "torch_cuda":
+        elif use.kind in ("torch_cuda", "helper"):
             what = f"{use.describe()} in {where_} initialises CUDA inside the DataLoader workers"
         else:
             what = f"{use.describe()} in {where_} moves data to the GPU inside the DataLoader workers"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Tuple, Union
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
@@ -52,11 +52,19 @@ class _Constness:
     """Is an expression made only of constants, names that do not change between epochs
     (module-level names, parameters, attributes like ``args.seed``) and the worker id?"""
 
-    def __init__(self, a: Analysis, scope: Optional[FuncInfo], worker_id: Optional[str], locals_: Dict[str, List[cst.BaseExpression]]):
+    def __init__(
+        self,
+        a: Analysis,
+        scope: Optional[FuncInfo],
+        worker_id: Optional[str],
+        locals_: Dict[str, List[cst.BaseExpression]],
+        varying: FrozenSet[str] = frozenset(),
+    ):
         self.a = a
         self.scope = scope
         self.worker_id = worker_id
         self.locals = locals_
+        self.varying = varying  # parameters every loader binds to a value that changes per call
         self.uses_worker_id = False
 
     def const(self, node: cst.BaseExpression, depth: int = 0) -> bool:
@@ -79,6 +87,8 @@ class _Constness:
             if node.value in self.locals:
                 values = self.locals[node.value]
                 return bool(values) and all(self.const(v, depth + 1) for v in values)
+            if node.value in self.varying:
+                return False  # `partial(init, base_seed=epoch + seed)`: a new value per loader
             return True  # a parameter, a module-level constant, a global like `args`
         if isinstance(node, cst.Attribute):
             return self.const(node.value, depth + 1)  # args.seed, cfg.train.seed, self.seed
@@ -166,10 +176,10 @@ def make(ds):
 
     def check(self, a: Analysis) -> Iterator[Report]:
         # one finding per worker_init_fn, on its first constant seeding call; the fix rewrites them all
-        for target, worker_id, persistent in worker_init_fns(a):
+        for target, worker_id, persistent, varying in worker_init_fns(a):
             hits = [
                 hit
-                for hit in constant_seeds(a, target, worker_id)
+                for hit in constant_seeds(a, target, worker_id, varying)
                 if not (persistent and hit.with_worker_id)  # persistent workers: streams go on across epochs
             ]
             if hits:
@@ -225,10 +235,11 @@ def _initial_seed_expr(a: Analysis) -> Tuple[str, bool]:
     return "torch.initial_seed", True
 
 
-def worker_init_fns(a: Analysis) -> Iterator[Tuple[Target, Optional[str], bool]]:
-    """(function, the name of its worker-id parameter, every loader using it has persistent_workers=True)
-    for each worker_init_fn given to a DataLoader of this module that starts workers."""
-    uses: Dict[int, List[Tuple[Target, Optional[cst.Call], bool, bool]]] = {}
+def worker_init_fns(a: Analysis) -> Iterator[Tuple[Target, Optional[str], bool, FrozenSet[str]]]:
+    """(function, the name of its worker-id parameter, every loader using it has persistent_workers=True,
+    the parameters every such loader binds with ``functools.partial`` to a value that changes from call
+    to call) for each worker_init_fn given to a DataLoader of this module that starts workers."""
+    uses: Dict[int, List[Tuple[Target, Optional[cst.Call], bool, bool, Optional[FuncInfo]]]] = {}
     order: List[Target] = []
     for lc in a.loader_calls:
         target, partial = callable_target(a, lc.arg("worker_init_fn", WORKER_INIT_INDEX), lc.site.func)
@@ -238,14 +249,69 @@ def worker_init_fns(a: Analysis) -> Iterator[Tuple[Target, Optional[str], bool]]
         persistent = isinstance(pers, cst.Name) and pers.value == "True"
         if id(target) not in uses:
             order.append(target)
-        uses.setdefault(id(target), []).append((target, partial, lc.workers != "zero", persistent))
+        uses.setdefault(id(target), []).append((target, partial, lc.workers != "zero", persistent, lc.site.func))
     for target in order:
         entries = uses[id(target)]
         starting = [e for e in entries if e[2]]
         if not starting:
             continue  # only loaders with num_workers=0: a worker_init_fn never runs
         worker_id = _worker_id_param(target, starting[0][1])
-        yield target, worker_id, all(e[3] for e in starting)
+        varying: Optional[Set[str]] = None
+        for e in starting:
+            v = _varying_bindings(a, target, e[1], e[4])
+            varying = v if varying is None else varying & v
+        yield target, worker_id, all(e[3] for e in starting), frozenset(varying or ())
+
+
+def _params_of(target: Target) -> List[str]:
+    if isinstance(target, cst.Lambda):
+        return [p.name.value for p in (*target.params.posonly_params, *target.params.params)]
+    p = target.node.params
+    params = [x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)]
+    if target.self_name and params and params[0] == target.self_name:
+        params = params[1:]
+    return params
+
+
+def _varying_bindings(a: Analysis, target: Target, partial: Optional[cst.Call], scope: Optional[FuncInfo]) -> Set[str]:
+    """The target's parameters that ``functools.partial`` binds to a value that changes from one
+    call of the loader-building function to the next (``base_seed=epoch + self.seed``: ``epoch`` is
+    a parameter of the function that builds the loader, so each loader gets a new seed). A literal,
+    a module-level name and configuration read from attributes (``args.seed``, ``self.seed``) do
+    not change: seeding from them replays the same stream every epoch."""
+    if partial is None:
+        return set()
+    params = _params_of(target)
+    out: Set[str] = set()
+    pos = positional(partial)[1:]
+    for name, arg in zip(params, pos):
+        if _varies(a, arg.value, scope):
+            out.add(name)
+    for arg in partial.args:
+        if arg.keyword is not None and arg.keyword.value in params and _varies(a, arg.value, scope):
+            out.add(arg.keyword.value)
+    return out
+
+
+def _varies(a: Analysis, node: cst.BaseExpression, scope: Optional[FuncInfo], depth: int = 0) -> bool:
+    """Does the value of ``node`` (in the function that builds the loader) change between calls?"""
+    if depth > 8:
+        return False
+    if isinstance(node, cst.Name):
+        if scope is None:
+            return False  # module level: built once
+        if node.value in scope.local_assigns:
+            return any(_varies(a, v, scope, depth + 1) for v in scope.local_assigns[node.value])
+        return node.value in scope.params and node.value != scope.self_name
+    if isinstance(node, cst.BinaryOperation):
+        return _varies(a, node.left, scope, depth + 1) or _varies(a, node.right, scope, depth + 1)
+    if isinstance(node, cst.UnaryOperation):
+        return _varies(a, node.expression, scope, depth + 1)
+    if isinstance(node, cst.Call):
+        if isinstance(node.func, cst.Name) and node.func.value in PURE_BUILTINS:
+            return any(_varies(a, arg.value, scope, depth + 1) for arg in node.args)
+        return scope is not None  # time.time(), random.randint(...), a helper: not a known constant
+    return False  # literals; attributes (args.seed, self.seed): configuration, the same every epoch
 
 
 def _worker_id_param(target: Target, partial: Optional[cst.Call]) -> Optional[str]:
@@ -269,7 +335,9 @@ def _sites(a: Analysis, target: Target) -> Tuple[List[CallSite], Optional[FuncIn
     return list(target.calls), target
 
 
-def constant_seeds(a: Analysis, target: Target, worker_id: Optional[str]) -> List[ConstantSeed]:
+def constant_seeds(
+    a: Analysis, target: Target, worker_id: Optional[str], varying: FrozenSet[str] = frozenset()
+) -> List[ConstantSeed]:
     k = a.knowledge
     sites, scope = _sites(a, target)
     locals_ = scope.local_assigns if scope is not None else {}
@@ -287,7 +355,7 @@ def constant_seeds(a: Analysis, target: Target, worker_id: Optional[str]) -> Lis
             continue
         if arg is None or arg.star:
             continue  # seed() without a seed: fresh OS entropy
-        c = _Constness(a, scope, worker_id, locals_)
+        c = _Constness(a, scope, worker_id, locals_, varying)
         if c.const(arg.value):
             local = None
             if isinstance(arg.value, cst.Name) and len(locals_.get(arg.value.value, [])) == 1:

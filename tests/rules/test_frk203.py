@@ -139,3 +139,43 @@ def test_recall(src, want):
 )
 def test_precision(src):
     assert findings(src) == []
+
+
+GEN_SRC = """
+import os
+import pathlib
+import scanlib
+from torch.utils.data import Dataset
+
+class DS(Dataset):
+    def __init__(self, root, store):
+        self.a = os.scandir(root)
+        self.b = pathlib.Path(root).rglob("*.wav")
+        self.c = (pathlib.Path(root) / "x").glob("*.png")
+        base = pathlib.Path(root)
+        self.d = base.walk()
+        self.e = store.scan(root)
+        self.f = scanlib.stream(root)
+        self.g = store.glob("*")
+
+    def __getitem__(self, i):
+        return i
+"""
+
+
+def test_generator_calls_come_from_the_library_model_and_config():
+    """One routine reads the three lists of ``rules/libraries.toml``; each list is extensible from
+    configuration (``store.glob`` on a receiver that is not evidently a path is not a generator)."""
+
+    def found(cfg):
+        return sorted(f.line for f in check_source(GEN_SRC, "gen.py", cfg) if f.code == "FRK203")
+
+    assert found(Config(select=("FRK203",))) == [9, 10, 11, 13]
+    cfg = Config(
+        select=("FRK203",),
+        extend_knowledge=(
+            ("libraries.generator_methods", ("scan",)),
+            ("libraries.generator_functions", ("scanlib.stream",)),
+        ),
+    )
+    assert found(cfg) == [9, 10, 11, 13, 14, 15]

@@ -9,7 +9,10 @@
 - ``torch_cuda``: a ``torch.cuda.*`` call other than the queries of ``rules/cuda.toml``
   (``set_device``, ``current_device``, ``Stream``, ``FloatTensor``...);
 - ``default_device``: ``torch.set_default_device(<CUDA>)`` / ``set_default_tensor_type(torch.cuda.*)``
-  (worker side only).
+  (worker side only);
+- ``helper``: a call of a function defined in another module of the project that does one of the
+  above itself or through the project functions it calls (the project index's summaries:
+  ``utils.move_to_cuda(sample)`` whose body calls ``torch.cuda.current_device()``).
 
 A CUDA device is whatever ``Analysis.is_cuda_value`` says may be CUDA.
 
@@ -23,7 +26,7 @@ becomes ``"cpu"``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Set
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -46,9 +49,10 @@ _MOVE_ONLY = ("non_blocking", "copy")
 @dataclass(eq=False)
 class CudaUse:
     call: cst.Call
-    kind: str  # "method", "move", "keyword", "torch_cuda", "default_device"
+    kind: str  # "method", "move", "keyword", "torch_cuda", "default_device", "helper"
     arg: Optional[cst.Arg] = None  # the device argument (move, keyword, default_device)
     qname: Optional[str] = None
+    via: Optional[Tuple[str, str, str, int]] = None  # helper: (CUDA call, function, path, line)
 
     @property
     def fixable_kind(self) -> bool:
@@ -69,6 +73,9 @@ class CudaUse:
             return f"{name}({self.arg.keyword.value}={_short(self.arg.value)})"
         if self.kind == "default_device" and self.arg is not None:
             return f"{self.qname}({_short(self.arg.value)})"
+        if self.kind == "helper" and self.via is not None:
+            what, func, path, line = self.via
+            return f"{dotted(f) or 'call'}() (CUDA: {what} in {func}, {path}:{line})"
         return f"{self.qname or dotted(f) or 'call'}()"
 
 
@@ -128,6 +135,10 @@ def cuda_uses(
                         break
         if use is None and q.startswith("torch.cuda.") and q not in k.cuda_queries:
             use = CudaUse(call, "torch_cuda", None, q)
+        if use is None and a.index is not None:
+            via = a.project_call_cuda(site)
+            if via is not None:
+                use = CudaUse(call, "helper", None, q, via)
         if use is None:
             continue
         if use.arg is not None:
@@ -240,5 +251,7 @@ def where(a: Analysis, cls: ClassInfo, fn: FuncInfo, root: str) -> str:
     if owner is not None and fn.parent is None:
         if fn.name in ("__init__", "__len__", "__getitem__", "__getitems__", "__iter__", "__next__"):
             return f"{owner.name}.{fn.name}"
+        if fn.name == root:
+            return f"{owner.name}.{fn.name}()"
         return f"{owner.name}.{fn.name}() (called from {root})"
     return f"{fn.name}() (called from {cls.name}.{root})"

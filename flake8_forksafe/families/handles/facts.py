@@ -128,6 +128,24 @@ def getstate_leaves_out(a: Analysis, cls: ClassInfo, attr: str) -> bool:
     return False
 
 
+def recreated_on_unpickle(a: Analysis, cls: ClassInfo, attr: str) -> bool:
+    """The nearest ``__setstate__`` of ``cls`` assigns ``self.attr``, itself or through what it calls
+    (``self.tl = threading.local()``, ``self._do_init(state)`` that reopens the file): an unpickled
+    copy (a spawn worker's) gets a fresh object of its own."""
+    for c in a.mro(cls):
+        fn = c.methods.get("__setstate__")
+        if fn is not None:
+            return any(
+                s.attr == attr and s.kind == "assign" for g in a.closure(cls, [fn]) for s in g.self_assigns
+            )
+    return False
+
+
+def worker_uses_attr(a: Analysis, cls: ClassInfo, attr: str) -> bool:
+    """Worker-side code of ``cls`` (``__getitem__``, ``__iter__`` and what they reach) reads ``self.attr``."""
+    return any(attr in fn.self_reads for fn in a.worker_side(cls))
+
+
 class _AttrNames(cst.CSTVisitor):
     def __init__(self) -> None:
         self.attrs: Set[str] = set()

@@ -12,9 +12,9 @@ from flake8_forksafe.analysis import Analysis, FuncInfo
 # --------------------------------------------------------------------------------------------------
 # generators and one-shot iterators (FRK203)
 
-# the calls themselves are library model data (rules/libraries.toml `generator_functions`); these are
-# pathlib methods matched by receiver evidence (`Path.walk` from 3.12)
-GENERATOR_METHODS = {"iterdir", "rglob", "glob", "walk"}
+# Which calls return one is library model data, read only from rules/libraries.toml (extensible from
+# configuration: `libraries.generator_functions`, `libraries.generator_methods`,
+# `libraries.path_generator_methods`), by the one routine below.
 # a container method that consumes its argument at once: `self.files.extend(p.glob("*.wav"))`
 CONSUMING_METHODS = {"extend", "update", "extendleft"}
 
@@ -26,7 +26,7 @@ def _is_path(a: Analysis, e: cst.BaseExpression, scope: Optional[FuncInfo], dept
         return False
     if isinstance(e, cst.Call):
         q = a.qualify(e.func) or ""
-        return q.startswith("pathlib.") or q in ("Path", "PurePath")
+        return q.startswith("pathlib.") or q.endswith("Path")  # Path(...), PurePath(...), UPath(...)
     if isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.Divide):
         return _is_path(a, e.left, scope, depth + 1)
     if isinstance(e, cst.Attribute) and e.attr.value == "parent":
@@ -46,19 +46,32 @@ def _is_path(a: Analysis, e: cst.BaseExpression, scope: Optional[FuncInfo], dept
 
 
 def generator_call(a: Analysis, call: cst.Call, scope: Optional[FuncInfo] = None) -> Optional[str]:
-    """``call``'s label when it returns a generator or a one-shot iterator: ``os.scandir()``,
-    ``os.walk()``, ``glob.iglob()``, ``<path>.iterdir()``/``rglob()``, and ``glob()``/``walk()`` on
-    something evidently a ``pathlib`` path (``fs.glob`` of fsspec returns a list); None otherwise."""
+    """A label for ``call`` when it returns a generator or a one-shot iterator, from the library model
+    (``rules/libraries.toml``); None otherwise:
+
+    - ``generator_functions``, by qualified name: ``os.scandir()``, ``os.walk()``, ``glob.iglob()``;
+    - ``generator_methods``, on any receiver that is not a module: ``<x>.iterdir()``, ``<x>.rglob()``;
+    - ``path_generator_methods``, only on a receiver that is evidently a ``pathlib`` path
+      (``Path(...)``, ``root / "x"``, ``p.parent``, a local or ``self.attr`` bound to one):
+      ``glob()``, ``walk()`` (``fs.glob`` of fsspec and ``glob.glob`` return lists)."""
+    k = a.knowledge
     q = a.qualify(call.func)
-    if q in a.knowledge.generator_functions:
-        return f"{q}()"
+    if q is not None and q in k.generator_functions:
+        return f"the iterator {q}()"
     f = call.func
-    if isinstance(f, cst.Attribute) and f.attr.value in GENERATOR_METHODS:
-        recv = f.value
-        if isinstance(recv, cst.Name) and a.is_module_alias(recv.value):
-            return None  # glob.glob(...), somelib.walk(...)
-        if f.attr.value in ("iterdir", "rglob") or _is_path(a, recv, scope):
-            return f"Path.{f.attr.value}()"
+    if not isinstance(f, cst.Attribute):
+        return None
+    name = f.attr.value
+    recv = f.value
+    if isinstance(recv, cst.Name) and a.is_module_alias(recv.value):
+        return None  # glob.glob(...), somelib.walk(...)
+    if name in k.generator_methods:
+        return f"the generator .{name}()"
+    if name in k.path_generator_methods:
+        while isinstance(recv, cst.BinaryOperation) and isinstance(recv.operator, cst.Divide):
+            recv = recv.left  # Path(root) / "images"
+        if _is_path(a, recv, scope):
+            return f"the generator .{name}()"
     return None
 
 

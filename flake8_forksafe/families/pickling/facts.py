@@ -101,14 +101,18 @@ class Keeper:
         f = call.func
         if not isinstance(f, cst.Attribute):
             return False
+        # A module's function is judged by its qualified name above (`wds.map(lambda ...)` is a
+        # pipeline stage that keeps its function, not the builtin `map`).
+        recv = f.value
+        on_module = isinstance(recv, cst.Name) and self.a.is_module_alias(recv.value)
+        if on_module:
+            return False
         if f.attr.value in self.methods:
             return True
         # A lower-case method of an object (not a module: `functools.partial`, `np.vectorize` and
         # classes such as `T.Lambda` keep their argument) returns a value computed with the lambda:
         # `self.first = self.transform.get_index_of_first(lambda t: ...)`.
-        recv = f.value
-        on_module = isinstance(recv, cst.Name) and self.a.is_module_alias(recv.value)
-        return not on_module and f.attr.value[:1].islower()
+        return f.attr.value[:1].islower()
 
     def _walk(self, e, scope, hint, lam, depth, seen: Set[int], out: List[Leaf]) -> None:
         if e is None or depth > self.MAX_DEPTH or id(e) in seen:
@@ -335,7 +339,134 @@ class Sinks:
     def __iter__(self) -> Iterator[Sink]:
         yield from self.dataset_attributes()
         yield from self.loader_arguments()
+        yield from self.loader_attributes()
         yield from self.constructor_arguments()
+        yield from self.pipeline_stages()
+        yield from self.base_loader_attributes()
+
+    def base_loader_attributes(self) -> Iterator[Sink]:
+        """``self.collate_fn = lambda b: ...`` in a class whose base class in another module of the
+        project passes ``collate_fn=self.collate_fn`` to a DataLoader with workers (the index)."""
+        a = self.a
+        if a.index is None:
+            return
+        for cls in a.classes:
+            if cls.in_function is not None or not cls.base_qnames:
+                continue
+            attrs = a.project_loader_attrs(cls)
+            if not attrs:
+                continue
+            for fn in a.class_functions(cls):
+                for sa in fn.self_assigns:
+                    if sa.kind != "assign" or sa.value is None or sa.attr not in attrs:
+                        continue
+                    leaves = self.keeper.leaves(sa.value, fn, sa.attr)
+                    if not leaves:
+                        continue
+                    where, path, line = attrs[sa.attr]
+                    yield Sink(
+                        f"stored in self.{sa.attr}, which base class {where} passes to a DataLoader with workers "
+                        f"({path}:{line})",
+                        False,
+                        leaves,
+                    )
+
+    def pipeline_stages(self) -> Iterator[Sink]:
+        """Functions given to a method called on a dataset object, fluent-pipeline style:
+        ``wds.WebDataset(urls).decode("pil").map_dict(txt=lambda t: ...).map(lambda s: ...)``. The
+        chain's root is a dataset constructor call; each stage keeps its function in the iterable
+        dataset the chain returns, which is pickled for spawn workers."""
+        a = self.a
+        loaders = [lc for lc in loader_sites(a)]
+        reaching: Dict[int, bool] = {}  # id(call in a chain given to a loader) -> that loader starts workers
+        for lc in loaders:
+            ds = lc.arg("dataset", 0)
+            values = [ds] if ds is not None else []
+            if isinstance(ds, cst.Name):
+                values = list(a.local_values(ds.value, lc.site.func))
+            for v in values:
+                while isinstance(v, cst.Call):
+                    reaching[id(v)] = reaching.get(id(v), False) or lc.workers != "zero"
+                    v = v.func.value if isinstance(v.func, cst.Attribute) else None
+        by_node = {id(site.node): site for site in a.calls}
+        for site in a.calls:
+            f = site.node.func
+            if not isinstance(f, cst.Attribute) or not site.node.args:
+                continue
+            root, rs = f.value, None
+            while isinstance(root, cst.Call):
+                cand = by_node.get(id(root))
+                if cand is not None and dataset_constructor(a, cand) is not None:
+                    rs = cand
+                    break
+                if not isinstance(root.func, cst.Attribute):
+                    break
+                root = root.func.value
+            if rs is None or not self._stage_keeps(rs, f.attr.value):
+                continue
+            leaves: List[Leaf] = []
+            for arg in site.node.args:
+                hint = arg.keyword.value if arg.keyword is not None else f.attr.value
+                leaves += self.keeper.leaves(arg.value, site.func, hint)
+            if not leaves:
+                continue
+            exempt = a.all_loaders_zero or (id(site.node) in reaching and not reaching[id(site.node)])
+            yield Sink(f"given to a stage (.{f.attr.value}()) of the dataset pipeline {dataset_constructor(a, rs)}(...)", exempt, leaves)
+
+    def _stage_keeps(self, root: CallSite, method: str) -> bool:
+        """A stage method of a same-file dataset class keeps its function only when its body stores
+        one of its parameters on ``self`` or returns something built from one, other than by calling
+        it (``return Items(x for x in self.items if keep(x))`` applies ``keep`` at once); a library's
+        stage, ``WebDataset.map``, is taken to keep it."""
+        a = self.a
+        f = root.node.func
+        cls = a.module_classes.get(f.value) if isinstance(f, cst.Name) else None
+        if cls is None:
+            return True
+        fn = a.resolve_method(cls, method)
+        if fn is None:
+            return True  # inherited from a base outside the file
+        params = set(fn.params) - {fn.self_name}
+        kept: Set[str] = set()
+
+        class V(cst.CSTVisitor):
+            def visit_Return(self, node: cst.Return) -> None:
+                if node.value is not None:
+                    node.value.visit(N())
+
+        class N(cst.CSTVisitor):  # names passed on or stored; a name that is only called is applied
+            def visit_Name(self, node: cst.Name) -> None:
+                kept.add(node.value)
+
+            def visit_Call(self, node: cst.Call) -> bool:
+                if not isinstance(node.func, cst.Name):
+                    node.func.visit(self)
+                for arg in node.args:
+                    arg.visit(self)
+                return False
+
+        fn.node.body.visit(V())
+        for sa in fn.self_assigns:
+            if sa.value is not None:
+                sa.value.visit(N())
+        return bool(kept & params)
+
+    def loader_attributes(self) -> Iterator[Sink]:
+        """``loader.collate_fn = f`` / ``dl.worker_init_fn = f`` after construction, on a name bound
+        to a DataLoader call whose num_workers is not 0 (the loader reads the attribute when it starts
+        its workers, and spawn pickles it)."""
+        a = self.a
+        loaders = {id(lc.node): lc for lc in loader_sites(a)}
+        for st in a.attr_stores:
+            if st.attr not in self.loader_args or (st.func is not None and st.name == st.func.self_name):
+                continue
+            values = a.local_values(st.name, st.func) if st.func is not None else a.module_assigns.get(st.name, [])
+            lcs = [loaders[id(v)] for v in values if id(v) in loaders]
+            if not lcs or all(lc.workers == "zero" for lc in lcs):
+                continue
+            leaves = self.keeper.leaves(st.value, st.func, st.attr)
+            if leaves:
+                yield Sink(f"assigned to {st.name}.{st.attr} of a DataLoader whose num_workers is not 0", False, leaves)
 
     def dataset_attributes(self) -> Iterator[Sink]:
         """``self.x = ...`` (or a container on self) in a dataset's methods, except methods that only

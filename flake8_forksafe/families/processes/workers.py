@@ -106,6 +106,8 @@ class WorkerStarts:
     def may_start(self) -> bool:
         if any(lc.workers != "zero" for lc in self.a.loader_calls):
             return True
+        if any(keyword(site.node, "num_workers") is not None and self.loader_factory(site.node, self.ctx(site.func)) for site in self.a.calls):
+            return True
         k = self.k
         names = k.pools | k.process_classes | k.spawners | k.get_context
         if any(site.qname in names for site in self.a.calls):
@@ -384,7 +386,7 @@ class WorkerStarts:
             target = self.callee(expr, ctx)
             if target is not None and target[1] is None:
                 return self.returns_loader(target[0], expr, ctx, depth)
-            return False
+            return target is None and self.loader_factory(expr, ctx)
         if isinstance(expr, cst.Name):
             if expr.value in ctx.for_loaders:
                 return True
@@ -400,6 +402,19 @@ class WorkerStarts:
         if isinstance(expr, cst.BooleanOperation):
             return self.is_loader(expr.left, ctx, depth + 1) or self.is_loader(expr.right, ctx, depth + 1)
         return False
+
+    def loader_factory(self, call: cst.Call, ctx: Ctx) -> bool:
+        """A call from outside the module that builds a DataLoader with workers: its name contains a
+        ``loader_factory_words`` word and it is given ``num_workers=`` that is not 0
+        (``training.to_dataloader(batch_size=128, num_workers=2)``)."""
+        f = call.func
+        name = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else ""
+        if not any(w in name.lower() for w in self.k.loader_factory_words):
+            return False
+        arg = keyword(call, "num_workers")
+        if arg is None or self.int_of(arg.value, ctx) == 0:
+            return False
+        return not self.forked(call, ctx)
 
     def holds_loader(self, expr: cst.BaseExpression, ctx: Ctx, depth: int = 0) -> bool:
         """A dict / list / tuple of DataLoaders (``loaders["train"]``, ``for dl in [a, b]``)."""
@@ -572,6 +587,14 @@ class _Walker(cst.CSTVisitor):
         if q in ws.consumers:
             for arg in node.args:
                 if arg.keyword is None and not arg.star and self._iter(arg.value):
+                    return
+        f = node.func
+        if isinstance(f, cst.Attribute) and f.attr.value in ws.k.loader_consumer_methods and ws.callee(node, ctx) is None:
+            for arg in node.args:  # trainer.fit(model, train_dataloaders=dl): the trainer iterates dl
+                if not arg.star and ws.is_loader(arg.value, ctx):
+                    self.hits.append(
+                        Hit(f"passes `{self._code(arg.value)}`, a DataLoader with worker processes, to .{f.attr.value}(),")
+                    )
                     return
         pool = ws.pool_call(node, ctx)
         if pool is not None:
