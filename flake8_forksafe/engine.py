@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from typing import TYPE_CHECKING, Any, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from flake8_forksafe import prefilter
 from flake8_forksafe.prefilter import gate as prefilter_gate
@@ -163,13 +163,13 @@ def _check_source(
     k = config.knowledge
     if prefilter and verdict is None:
         verdict = gate(text, config)
-    project = False
+    project: Union[bool, Callable[[], bool]] = False
     if verdict is not None and not verdict.passes:
         if not project_anchor(index, path, config, text):
             return []
         project = True  # the anchor is a base class in another module: the slicer keeps such classes
-    elif index is not None and project_anchor(index, path, config, text):
-        project = True
+    elif index is not None:  # asked only when the slicer would drop a class with an imported base
+        project = lambda: project_anchor(index, path, config, text)  # noqa: E731
     rules = enabled_rules(config)
     if not rules:
         return []

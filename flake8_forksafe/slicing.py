@@ -29,7 +29,7 @@ and whole files give the same findings.
 
 from __future__ import annotations
 
-from typing import FrozenSet, List, Optional, Set, Tuple
+from typing import Callable, FrozenSet, List, Optional, Set, Tuple, Union
 
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import (
@@ -84,11 +84,12 @@ def _imported_base(facts: Facts, s: StmtFact) -> bool:
 
 
 def dropped_spans(
-    facts: Facts, anchors: FrozenSet[str] = ALL_ANCHORS, project: bool = False
+    facts: Facts, anchors: FrozenSet[str] = ALL_ANCHORS, project: Union[bool, Callable[[], bool]] = False
 ) -> List[Tuple[int, int]]:
     """1-based inclusive line spans of the top-level statements no finding of the rules declaring
     ``anchors`` can involve. ``project``: a class of the file derives from a dataset base of another
-    module of the project (``engine.project_anchor``): every class with an imported base is kept."""
+    module of the project (``engine.project_anchor``): every class with an imported base is kept (a
+    callable is asked only when such a class would otherwise be dropped)."""
     if facts.fork and FORK in anchors:
         return []
     drop: List[Tuple[int, int]] = []
@@ -101,7 +102,11 @@ def dropped_spans(
             drop.append((s.start, s.end))
         else:
             kept_refs |= s.names | s.attrs
-    live = [_anchored(facts, u, anchors) or (project and bool(u.bases) and _imported_base(facts, u)) for u in units]
+    live = [_anchored(facts, u, anchors) for u in units]
+    if project:
+        imported = [not on and bool(u.bases) and _imported_base(facts, u) for u, on in zip(units, live)]
+        if any(imported) and (project() if callable(project) else True):
+            live = [on or imp for on, imp in zip(live, imported)]
     kept_names: Set[str] = set()
     for u, on in zip(units, live):
         if on:
@@ -132,7 +137,7 @@ def reduce(
     above: Optional[int] = None,
     gate: Optional[Gate] = None,
     anchors: Optional[FrozenSet[str]] = None,
-    project: bool = False,
+    project: Union[bool, Callable[[], bool]] = False,
 ) -> Tuple[str, Optional[List[int]]]:
     """The text libcst should analyse and, when it is not ``text`` itself, the original line number
     of each of its lines. A file over ``above`` bytes (default ``SLICE_ABOVE``: every file) loses
