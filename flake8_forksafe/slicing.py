@@ -11,7 +11,7 @@ the columns of the rest are unchanged and a line map gives back each original li
   enabled rules declares (``ANCHORS`` on each check class, tested as the gate tests them,
   ``_anchored``): for the dataset and loader anchors a lambda or local function or class, a dataset
   / loader base, a loader or dataset call, a three-argument ``type()``, a ``worker_init_fn=`` /
-  ``multiprocessing_context=`` keyword; for the multiprocessing anchors a process base, a
+  ``multiprocessing_context=`` keyword, a ``get_worker_info()`` call; for the multiprocessing anchors a process base, a
   worker-starting, ``get_context`` or start-method call;
 - with a project index whose classes make one of the file's classes a dataset (``project``),
   every class with an imported base;
@@ -71,6 +71,10 @@ def _anchored(facts: Facts, s: StmtFact, anchors: FrozenSet[str] = ALL_ANCHORS) 
     n = facts.n
     for c in s.calls:
         if data and facts.call_anchor(c):
+            return True
+        # worker-side code reaching the worker's dataset copy (``get_worker_info().dataset``): a
+        # function that renews an RNG there is not named by anything, yet FRK601 reads it
+        if data and (c.attr == "get_worker_info" or "get_worker_info" in facts.lasts(c.func)):
             return True
         if mp and (facts.starts(c) or facts.qualified(c.func) & (n.setters | n.starters)):
             return True

@@ -176,3 +176,29 @@ def test_big_file_facts_are_computed_once_and_not_kept(monkeypatch):
     assert calls == [len(text)]  # the gate's facts served the slicer
     assert not hasattr(prefilter, "_LAST")  # the gate returns its facts: nothing kept in the module
     assert prefilter.could_have_findings("x = 1\n# Dataset\n" * 20000, K) is False
+
+
+WORKER_RENEWAL = """\
+import numpy as np
+from torch.utils.data import Dataset, get_worker_info
+
+
+class DS(Dataset):
+    def __init__(self):
+        self.rng = np.random.default_rng(0)
+
+    def __getitem__(self, i):
+        return self.rng.random()
+
+
+def wif(worker_id):
+    info = get_worker_info()
+    setattr(info.dataset, "rng", np.random.default_rng(info.seed))
+"""
+
+
+def test_a_function_reaching_the_workers_dataset_is_kept():
+    # named by nothing, but it renews the dataset's RNG in each worker: FRK601 must see it
+    reduced, _ = slicing.reduce(WORKER_RENEWAL, K)
+    assert "def wif" in reduced
+    assert _findings(WORKER_RENEWAL, None) == _findings(WORKER_RENEWAL, 10**9) == []
