@@ -36,7 +36,7 @@ def gate_anchors(config: Config) -> FrozenSet[str]:
 
 
 @contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
+def no_gc() -> Iterator[None]:
     """No cyclic garbage collection while one file is parsed and analysed: the parsers allocate
     millions of acyclic objects, and the collections their allocations trigger traverse every live
     object (a quarter of a check's time on dataset-heavy code) to find nothing. The collector is on
@@ -53,7 +53,7 @@ def _no_gc() -> Iterator[None]:
 
 def gate(text: str, config: Config) -> prefilter.Gate:
     """The pre-filter's verdict for the enabled rules (their anchors only), with its facts."""
-    with _no_gc():
+    with no_gc():
         return prefilter_gate(text, config.knowledge, gate_anchors(config))
 
 
@@ -137,7 +137,7 @@ def check_source(
     Every file is reduced to the statements a finding of the enabled rules can involve before libcst
     parses it (``slicing.py``; ``slice_above``: only files over that many bytes are, for tests).
     ``verdict``: the gate's verdict when the caller has it (the flake8 plugin, from flake8's tree)."""
-    with _no_gc():
+    with no_gc():
         return _check_source(
             source, path, config, prefilter=prefilter, noqa=noqa, slice_above=slice_above, index=index,
             interactive=interactive, verdict=verdict,

@@ -13,8 +13,8 @@ from typing import Any, FrozenSet, Iterator, List, Optional, Tuple
 
 from flake8_forksafe import __version__, prefilter
 from flake8_forksafe.config import Config
-from flake8_forksafe.engine import check_source, gate_anchors, project_anchor
-from flake8_forksafe.model import SourceError
+from flake8_forksafe.engine import check_source, gate_anchors, no_gc, project_anchor
+from flake8_forksafe.model import Finding, SourceError
 
 
 class ForkSafeChecker:
@@ -50,6 +50,14 @@ class ForkSafeChecker:
         )
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
+        with no_gc():  # as in ``forksafe check``: the parsers' allocations trigger collections that find nothing
+            findings = self._findings()
+        from flake8_forksafe.frontends.terminal import short_message
+
+        for f in findings:  # the short message, as `forksafe check` prints it; `forksafe explain` has the rest
+            yield f.line, f.col, f"{f.code} {short_message(f.message)}", type(self)
+
+    def _findings(self) -> List[Finding]:
         if self._config is None:
             from flake8_forksafe.checks import ALL_CODES
 
@@ -66,7 +74,7 @@ class ForkSafeChecker:
         else:
             verdict = prefilter.gate_tree(text, self.tree, k, anchors)
         if not verdict.passes and "class " not in text:
-            return  # no work: not even the project index (only a class can have a base in another module)
+            return []  # no work: not even the project index (only a class can have a base in another module)
         index = None
         if self.filename not in ("stdin", "-"):
             from flake8_forksafe.index import index_for
@@ -78,14 +86,10 @@ class ForkSafeChecker:
 
                 index.summarise_file(Path(self.filename), tree=self.tree, data=text.encode("utf-8", "surrogatepass"))
         if not verdict.passes and not project_anchor(index, self.filename, config, text):
-            return
+            return []
         try:
-            findings = check_source(text, self.filename, config, noqa=False, index=index, verdict=verdict)
+            return check_source(text, self.filename, config, noqa=False, index=index, verdict=verdict)
         except SourceError:
-            return  # flake8 reports E902/E999 for files it cannot read or parse
+            return []  # flake8 reports E902/E999 for files it cannot read or parse
         except RecursionError:
-            return
-        from flake8_forksafe.frontends.terminal import short_message
-
-        for f in findings:  # the short message, as `forksafe check` prints it; `forksafe explain` has the rest
-            yield f.line, f.col, f"{f.code} {short_message(f.message)}", type(self)
+            return []
