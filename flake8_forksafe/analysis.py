@@ -9,6 +9,7 @@ dictionary lookup.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
@@ -279,6 +280,83 @@ class ClassInfo:
     defines_reduce: bool = False
 
 
+# -- the direct walk of the index (not libcst's generic visitor dispatch)
+#
+# ``module.visit(visitor)`` rebuilds every node it passes (``_visit_and_replace_children`` constructs
+# and validates a copy) and dispatches through ``on_visit`` / ``visit_<Node>`` / per-field hooks: most
+# of an analysis's time. The index needs none of that: ``_Indexer.walk`` calls its own hooks in the
+# order libcst's visitor would (same nodes, same order), reading each node's fields directly, and
+# never enters tokens (whitespace, commas, operators, brackets), names or literals, which hold no
+# node the index looks at. The order of a node type's fields is libcst's own, recorded from
+# ``_visit_and_replace_children`` once per type (tests/test_analysis_walk.py compares both walks on
+# every fixture, corpus file and rule example).
+
+_LEAVES = (
+    cst.BaseParenthesizableWhitespace,
+    cst.EmptyLine,
+    cst.TrailingWhitespace,
+    cst.Newline,
+    cst.Comment,
+    cst.Comma,
+    cst.Semicolon,
+    cst.Colon,
+    cst.Dot,
+    cst.AssignEqual,
+    cst.LeftParen,
+    cst.RightParen,
+    cst.LeftSquareBracket,
+    cst.RightSquareBracket,
+    cst.LeftCurlyBrace,
+    cst.RightCurlyBrace,
+    cst.BaseBinaryOp,
+    cst.BaseBooleanOp,
+    cst.BaseCompOp,
+    cst.BaseUnaryOp,
+    cst.BaseAugOp,
+    cst.ImportStar,
+    cst.Asynchronous,
+    cst.Name,
+    cst.Integer,
+    cst.Float,
+    cst.Imaginary,
+    cst.SimpleString,
+)
+_STATEMENTS = (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.SimpleStatementLine)
+
+
+_VISITED_FIELD = re.compile(
+    r'visit_(?:required|optional|sentinel|sequence|body_sequence|iterable|body_iterable)\(\s*self,\s*"(\w+)"'
+)
+
+
+class _TypeWalk:
+    """How the walk treats one node type: leaf or not, statement or not, its hooks, and the fields
+    libcst's visitor enters, in its order (read once per type from libcst's own
+    ``_visit_and_replace_children``; None: unreadable, the node's ``children`` are used)."""
+
+    __slots__ = ("leaf", "stmt", "visit", "leave", "order")
+
+    def __init__(self, t: type) -> None:
+        self.leaf = issubclass(t, _LEAVES)
+        self.stmt = issubclass(t, _STATEMENTS)
+        self.visit = getattr(_Indexer, f"visit_{t.__name__}", None)
+        self.leave = getattr(_Indexer, f"leave_{t.__name__}", None)
+        self.order: Optional[Tuple[str, ...]] = None if self.leaf else _field_order(t)
+
+
+def _field_order(t: type) -> Optional[Tuple[str, ...]]:
+    import inspect
+
+    try:
+        src = inspect.getsource(t._visit_and_replace_children)  # type: ignore[attr-defined]
+    except (OSError, TypeError, AttributeError):  # pragma: no cover - libcst installed without sources
+        return None
+    return tuple(dict.fromkeys(_VISITED_FIELD.findall(src)))
+
+
+_TYPES: Dict[type, _TypeWalk] = {}
+
+
 class _Indexer(cst.CSTVisitor):
     def __init__(self, a: "Analysis") -> None:
         self.a = a
@@ -314,6 +392,42 @@ class _Indexer(cst.CSTVisitor):
     @property
     def func(self) -> Optional[FuncInfo]:
         return self.func_stack[-1] if self.func_stack else None
+
+    def walk(self, node: cst.CSTNode) -> None:
+        """``node.visit(self)`` without libcst's rebuilding and dispatch: the same hooks, nodes, order."""
+        t = type(node)
+        tw = _TYPES.get(t)
+        if tw is None:
+            tw = _TYPES[t] = _TypeWalk(t)
+        if tw.leaf:
+            return
+        stmt = tw.stmt
+        if stmt:
+            if self.top is None and node in self.a.module_body_set:
+                self.top = node
+            self.stmt_stack.append(node)
+        if tw.visit is not None:
+            tw.visit(self, node)
+        walk = self.walk
+        order = tw.order
+        if order is None:  # pragma: no cover - see _field_order
+            for c in node.children:
+                walk(c)
+        else:
+            for name in order:
+                v = getattr(node, name)
+                if isinstance(v, cst.CSTNode):
+                    if not isinstance(v, _LEAVES):
+                        walk(v)
+                elif isinstance(v, (tuple, list)):
+                    for c in v:
+                        walk(c)
+        if tw.leave is not None:
+            tw.leave(self, node)
+        if stmt:
+            self.stmt_stack.pop()
+            if node is self.top:
+                self.top = None
 
     # -- imports
     def visit_Import(self, node: cst.Import) -> None:
@@ -551,7 +665,7 @@ class Analysis:
         self.attr_stores: List["AttrStore"] = []  # `name.attr = value` (loader.collate_fn = fn, ...)
         # imports are collected in the same walk; qualify() needs them, so walk imports first
         self._collect_imports()
-        module.visit(_Indexer(self))
+        _Indexer(self).walk(module)
         for c in self.classes:
             c.base_qnames = [self.qualify(b) for b in c.bases]
 

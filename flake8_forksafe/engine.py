@@ -5,7 +5,9 @@ Rules are classes in ``flake8_forksafe/checks/`` registered in one list (``check
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
+import contextlib
+import gc
+from typing import TYPE_CHECKING, Any, Callable, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from flake8_forksafe import prefilter
 from flake8_forksafe.prefilter import gate as prefilter_gate
@@ -24,8 +26,39 @@ if TYPE_CHECKING:  # pragma: no cover
 # this module), so that a run whose files all fail the pre-filter never loads them.
 
 
+def gate_anchors(config: Config) -> FrozenSet[str]:
+    """The union of the anchors the enabled rules declare (``ANCHORS`` on each check class)."""
+    out: Set[str] = set()
+    for code, (anchors, default_on) in prefilter.declared_anchors().items():
+        if config.is_enabled(code, default_on):
+            out |= anchors
+    return frozenset(out)
+
+
+@contextlib.contextmanager
+def no_gc() -> Iterator[None]:
+    """No cyclic garbage collection while one file is parsed and analysed: the parsers allocate
+    millions of acyclic objects, and the collections their allocations trigger traverse every live
+    object (a quarter of a check's time on dataset-heavy code) to find nothing. The collector is on
+    again afterwards (what it was before), and collects the file's cycles then."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def gate(text: str, config: Config) -> prefilter.Gate:
+    """The pre-filter's verdict for the enabled rules (their anchors only), with its facts."""
+    with no_gc():
+        return prefilter_gate(text, config.knowledge, gate_anchors(config))
+
+
 def could_have_findings(text: str, config: Config) -> bool:
-    return prefilter.could_have_findings(text, config.knowledge)
+    return gate(text, config).passes
 
 
 def project_anchor(index: Any, path: str, config: Config, text: str = "class ") -> bool:
@@ -101,27 +134,46 @@ def check_source(
 ) -> List[Finding]:
     """Check one file's source. Raises SourceError for a file that cannot be checked.
 
-    A big file is reduced to the statements a finding can involve before libcst parses it
-    (``slicing.py``; ``slice_above`` overrides the size from which it is, for tests).
+    Every file is reduced to the statements a finding of the enabled rules can involve before libcst
+    parses it (``slicing.py``; ``slice_above``: only files over that many bytes are, for tests).
     ``verdict``: the gate's verdict when the caller has it (the flake8 plugin, from flake8's tree)."""
+    with no_gc():
+        return _check_source(
+            source, path, config, prefilter=prefilter, noqa=noqa, slice_above=slice_above, index=index,
+            interactive=interactive, verdict=verdict,
+        )
+
+
+def _check_source(
+    source: Union[str, bytes],
+    path: str = "<string>",
+    config: Optional[Config] = None,
+    *,
+    prefilter: bool = True,
+    noqa: bool = True,
+    slice_above: Optional[int] = None,
+    index: Any = None,
+    interactive: Optional[bool] = None,
+    verdict: Any = None,
+) -> List[Finding]:
     from flake8_forksafe import slicing
 
     config = config or Config()
     text = decode(source, path)
     k = config.knowledge
     if prefilter and verdict is None:
-        verdict = prefilter_gate(text, k)
+        verdict = gate(text, config)
+    project: Union[bool, Callable[[], bool]] = False
     if verdict is not None and not verdict.passes:
         if not project_anchor(index, path, config, text):
             return []
-        # the anchor is a base class in another module, which the slicer cannot see: keep every statement
-        verdict, slice_above = None, len(text)
-    elif index is not None and project_anchor(index, path, config, text):
-        slice_above = len(text)  # a class whose dataset base is in another module: the slicer cannot see it
+        project = True  # the anchor is a base class in another module: the slicer keeps such classes
+    elif index is not None:  # asked only when the slicer would drop a class with an imported base
+        project = lambda: project_anchor(index, path, config, text)  # noqa: E731
     rules = enabled_rules(config)
     if not rules:
         return []
-    analysed, line_map = slicing.reduce(text, k, slice_above, verdict)
+    analysed, line_map = slicing.reduce(text, k, slice_above, verdict, gate_anchors(config), project)
     if len(analysed) > slicing.MAX_ANALYSED:
         raise SourceError(
             f"skipped: {len(analysed) / 1e6:.1f} MB of dataset and worker code is over the "
@@ -135,7 +187,17 @@ def check_source(
     found = run_rules(a, rules)
     if not found:
         return []
+    if line_map is not None and _plans_whole_module(found) and len(text) <= slicing.MAX_ANALYSED:
+        # FRK401's fix plan weighs every top-level statement (what a moved statement may depend on):
+        # its finding and fixability come from the whole file
+        a = analyse(text, config, path, index, interactive)
+        found, line_map = run_rules(a, rules), None
     return to_findings(a, found, path, text if noqa else None, line_map)
+
+
+def _plans_whole_module(found: List[Tuple[Rule, Report]]) -> bool:
+    declared = prefilter.declared_anchors()
+    return any(prefilter.WORKER_START in declared.get(rule.code, (frozenset(), True))[0] for rule, _ in found)
 
 
 def locate(

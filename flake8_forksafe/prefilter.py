@@ -16,6 +16,11 @@ one walk. A file goes on to libcst when it has one of the anchors the rules star
   reach through the file's own functions and classes (FRK401): a starter used only inside functions
   that nothing at the top level refers to cannot start workers on import.
 
+Each rule declares which of these anchors it starts from (``ANCHORS`` on its class in
+``checks/frkNNN.py``, read by ``declared_anchors`` without importing the check); the gate tests the
+union of the enabled rules' anchors only (``engine.gate_anchors``), and the slicer keeps what the same
+anchors need (``slicing._anchored``).
+
 Names are resolved through the file's imports (aliases, ``from`` imports, local imports). Both
 stages over-approximate the rules: a file they reject has no finding (tests/test_prefilter.py compares
 filtered and unfiltered runs over fixtures, rule examples, generated programs and real code).
@@ -44,12 +49,53 @@ MP_CALLS = frozenset(
 )
 KEYWORDS = frozenset({"worker_init_fn", "multiprocessing_context"})
 
+# The anchors a rule can declare (``ANCHORS = (...)`` on its class): what the gate tests for it.
+DATASET_CLASS = "dataset class"  # a class with a dataset-, loader-like base; a three-argument type()
+LOADER_CALL = "loader call"  # a loader call; a worker_init_fn= / multiprocessing_context= keyword
+LOCAL_CALLABLE = "lambda or local def near a dataset constructor"  # MyDataset(...) + a lambda / local def
+START_METHOD = "module-level start-method setter"  # set_start_method / set_forkserver_preload at module level
+FORK = "fork start method"  # a start-method setter or get_context call, and the string "fork"
+WORKER_START = "module-level worker start"  # unguarded top-level code reaching a pool / process / spawn
+ANCHORS: Tuple[str, ...] = (DATASET_CLASS, LOADER_CALL, LOCAL_CALLABLE, START_METHOD, FORK, WORKER_START)
+ALL_ANCHORS: FrozenSet[str] = frozenset(ANCHORS)
+MP_ANCHORS: FrozenSet[str] = frozenset({START_METHOD, FORK, WORKER_START})
+_DECLARED = re.compile(r"^    ANCHORS = (\([^)]*\))", re.M)
+_OFF = re.compile(r"^    default_enabled = False\b", re.M)
+_DECLARATIONS: Dict[str, Tuple[FrozenSet[str], bool]] = {}
 
-def text_gate(text: str, k: Knowledge) -> bool:
-    for w in k.words:
-        if w in text:
-            return True
-    if any(w in text for w in MP_MODULE_WORDS):
+
+def declared_anchors() -> Dict[str, Tuple[FrozenSet[str], bool]]:
+    """code -> (the anchors its check class declares, whether it is on by default), read from the
+    source of ``checks/frkNNN.py`` (``ANCHORS = ("dataset class", ...)``, a tuple of this module's
+    anchor strings) so that the gate does not import the checks, and libcst with them; computed once
+    per process. tests/test_anchors.py checks that this reading equals the imported classes'
+    ``ANCHORS`` and ``default_enabled``."""
+    if not _DECLARATIONS:
+        from pathlib import Path
+
+        from flake8_forksafe.checks import REGISTRY
+
+        here = Path(__file__).resolve().parent / "checks"
+        out = {}
+        for code in REGISTRY:
+            src = (here / f"{code.lower()}.py").read_text(encoding="utf-8")
+            m = _DECLARED.search(src)
+            anchors = frozenset(ast.literal_eval(m.group(1))) if m else frozenset()
+            if m is None or not anchors or anchors - ALL_ANCHORS:  # pragma: no cover - tests/test_anchors.py
+                raise RuntimeError(f"checks/{code.lower()}.py: ANCHORS must name some of {ANCHORS}")
+            out[code] = (anchors, _OFF.search(src) is None)
+        _DECLARATIONS.update(out)
+    return _DECLARATIONS
+
+
+def text_gate(text: str, k: Knowledge, anchors: FrozenSet[str] = ALL_ANCHORS) -> bool:
+    if anchors - MP_ANCHORS:
+        for w in k.words:
+            if w in text:
+                return True
+    elif not anchors:
+        return False
+    if anchors & MP_ANCHORS and any(w in text for w in MP_MODULE_WORDS):
         return any(w in text for w in MP_CALLS) or "multiprocessing_context" in text
     return False
 
@@ -276,8 +322,9 @@ class Facts:
         return c.attr in ("Pool", "Process") or bool(self.qualified(c.func) & self.n.starters)
 
     def call_anchor(self, c: CallFact) -> str:
-        """"anchor" (the file goes to libcst), "constructor" (a dataset constructor: only with a
-        local callable around), or ""."""
+        """"anchor" (a loader call or keyword: LOADER_CALL), "type" (a three-argument ``type()``:
+        DATASET_CLASS), "constructor" (a dataset constructor: LOCAL_CALLABLE with a local callable
+        around), or ""."""
         n = self.n
         if c.keywords & KEYWORDS:
             return "anchor"
@@ -289,39 +336,48 @@ class Facts:
             if "num_workers" in c.keywords and any(w in last.lower() for w in n.loader_factory_words):
                 return "anchor"  # FRK401: `ds.to_dataloader(num_workers=2)` builds a loader
             if last == "type" and c.type_bases is not None:  # a base may come through a name (FRK202)
-                return "anchor"
+                return "type"
             if n.datasetish(last) or (last[:1].isupper() and q.startswith(n.dataset_modules)):
                 kind = "constructor"
         return kind
 
     # -- the gate
-    def could_have_findings(self) -> bool:
+    def could_have_findings(self, anchors: FrozenSet[str] = ALL_ANCHORS) -> bool:
+        """Whether the file holds one of ``anchors`` (the enabled rules' declarations)."""
         n = self.n
+        dataset = DATASET_CLASS in anchors
+        loader = LOADER_CALL in anchors
+        local = LOCAL_CALLABLE in anchors
+        mp = bool(anchors & MP_ANCHORS)
         constructors = setters = module_setter = contexts = starters = processes = False
         for s in self.stmts:
             for bases in s.bases:
                 for b in bases:
-                    if self.base_anchor(b):
+                    if dataset and self.base_anchor(b):
                         return True
-                    processes = processes or self.process_base(b)
+                    processes = processes or (mp and self.process_base(b))
             for c in s.calls:
                 kind = self.call_anchor(c)
-                if kind == "anchor":
-                    return True
+                if kind == "anchor" or kind == "type":
+                    if dataset and kind == "type":
+                        return True
+                    if loader and kind == "anchor":
+                        return True
                 constructors = constructors or kind == "constructor"
-                qs = self.qualified(c.func)
-                if qs & n.setters:
-                    setters = True
-                    module_setter = module_setter or not c.in_function
-                contexts = contexts or bool(qs & n.get_context)
-                starters = starters or bool(qs & n.starters)
-        if constructors and any(s.lambdas or s.local_defs for s in self.stmts):  # FRK201/202
+                if mp:
+                    qs = self.qualified(c.func)
+                    if qs & n.setters:
+                        setters = True
+                        module_setter = module_setter or not c.in_function
+                    contexts = contexts or bool(qs & n.get_context)
+                    starters = starters or bool(qs & n.starters)
+        if local and constructors and any(s.lambdas or s.local_defs for s in self.stmts):  # FRK201/202
             return True
-        if setters and (self.fork or module_setter):  # FRK404; FRK402/403
+        if START_METHOD in anchors and setters and module_setter:  # FRK402/403
             return True
-        if contexts and self.fork:  # FRK404
+        if FORK in anchors and (setters or contexts) and self.fork:  # FRK404
             return True
-        if starters or processes:  # FRK401
+        if WORKER_START in anchors and (starters or processes):  # FRK401
             return self.top_level_can_start()
         return False
 
@@ -406,34 +462,49 @@ def _facts_of_text(text: str, k: Knowledge) -> Optional[Facts]:
     return Facts(stmts, imports, _names(k))
 
 
-def ast_gate(tree: ast.AST, k: Knowledge) -> bool:
+def ast_gate(tree: ast.AST, k: Knowledge, anchors: FrozenSet[str] = ALL_ANCHORS) -> bool:
     if not isinstance(tree, ast.Module):
         return True
-    return facts_of_tree(tree, k).could_have_findings()
+    return facts_of_tree(tree, k).could_have_findings(anchors)
 
 
 class Gate:
     """The gate's verdict on one file and the facts it computed (None when the text gate alone
     decided, or the file does not parse): the slicer takes them (``slicing.reduce``)."""
 
-    __slots__ = ("passes", "facts", "parsed")
+    __slots__ = ("passes", "facts", "parsed", "anchors")
 
-    def __init__(self, passes: bool, facts: Optional[Facts] = None, parsed: bool = False) -> None:
+    def __init__(
+        self, passes: bool, facts: Optional[Facts] = None, parsed: bool = False, anchors: FrozenSet[str] = ALL_ANCHORS
+    ) -> None:
         self.passes = passes
         self.facts = facts
         self.parsed = parsed  # facts_of_text ran: ``facts`` is its answer (None: a syntax error)
+        self.anchors = anchors  # the anchors tested (the enabled rules'): the slicer keeps what they need
 
 
-def gate(text: str, k: Knowledge) -> Gate:
-    if not text_gate(text, k):
-        return Gate(False)
+def gate(text: str, k: Knowledge, anchors: FrozenSet[str] = ALL_ANCHORS) -> Gate:
+    if not text_gate(text, k, anchors):
+        return Gate(False, anchors=anchors)
     facts = facts_of_text(text, k)
     if facts is None:
-        return Gate(True, None, parsed=True)  # let the real parser report
-    return Gate(facts.could_have_findings(), facts, parsed=True)
+        return Gate(True, None, parsed=True, anchors=anchors)  # let the real parser report
+    return Gate(facts.could_have_findings(anchors), facts, parsed=True, anchors=anchors)
 
 
-def could_have_findings(text: str, k: Knowledge, tree: Optional[ast.AST] = None) -> bool:
+def gate_tree(text: str, tree: ast.AST, k: Knowledge, anchors: FrozenSet[str] = ALL_ANCHORS) -> Gate:
+    """The gate from a tree someone else parsed (flake8's): nothing is parsed again."""
+    if not text_gate(text, k, anchors):
+        return Gate(False, anchors=anchors)
+    if not isinstance(tree, ast.Module):
+        return Gate(True, None, parsed=False, anchors=anchors)
+    facts = facts_of_tree(tree, k)
+    return Gate(facts.could_have_findings(anchors), facts, parsed=True, anchors=anchors)
+
+
+def could_have_findings(
+    text: str, k: Knowledge, tree: Optional[ast.AST] = None, anchors: FrozenSet[str] = ALL_ANCHORS
+) -> bool:
     if tree is not None:
-        return text_gate(text, k) and ast_gate(tree, k)
-    return gate(text, k).passes
+        return text_gate(text, k, anchors) and ast_gate(tree, k, anchors)
+    return gate(text, k, anchors).passes

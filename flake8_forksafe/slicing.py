@@ -1,54 +1,100 @@
-"""Keep libcst's memory bounded on big files: analyse only the statements a finding can involve.
+"""Analyse only the statements a finding can involve: every file is reduced before libcst sees it.
 
-libcst's tree costs about 400 bytes of memory per byte of source (a 1.4 MB file took ~1 GB), and its
-parse and the analysis cost time per statement, so a file over ``SLICE_ABOVE`` is reduced before
-libcst sees it (``engine.check_source`` keeps a file whole when a class's dataset base is in another
-module of the project: the slicer, which sees one file, cannot know it). Every top-level ``def`` /
-``class`` that cannot take part in a finding is removed, whole lines at a time: the columns of the
-rest are unchanged and a line map gives back each original line (positions and ``# noqa`` stay
-exact). Kept are:
+libcst's parse and the analysis cost time per statement (and about 400 bytes of memory per byte of
+source: a 1.4 MB file took ~1 GB), so every file that passes the pre-filter is reduced first. Every
+top-level ``def`` / ``class`` that cannot take part in a finding is removed, whole lines at a time:
+the columns of the rest are unchanged and a line map gives back each original line (positions and
+``# noqa`` stay exact). Kept are:
 
 - all module-level code that is not a ``def`` / ``class`` (except long literal-only containers);
-- a ``def`` / ``class`` holding an anchor of the rules: an import, a ``global`` statement, a lambda
-  or a local function or class, a dataset / loader / process base, a loader, dataset,
-  worker-starting, ``get_context`` or start-method call, a three-argument ``type()``, a
-  ``worker_init_fn=`` / ``multiprocessing_context=`` keyword;
+- a ``def`` / ``class`` holding an import or a ``global`` statement, or an anchor that one of the
+  enabled rules declares (``ANCHORS`` on each check class, tested as the gate tests them,
+  ``_anchored``): for the dataset and loader anchors a lambda or local function or class, a dataset
+  / loader base, a loader or dataset call, a three-argument ``type()``, a ``worker_init_fn=`` /
+  ``multiprocessing_context=`` keyword, a ``get_worker_info()`` call; for the multiprocessing anchors a process base, a
+  worker-starting, ``get_context`` or start-method call;
+- with a project index whose classes make one of the file's classes a dataset (``project``),
+  every class with an imported base;
 - and, repeatedly, every ``def`` / ``class`` a kept statement names, and every one that names a
   kept ``def`` / ``class`` (a subclass of a kept dataset, a function building it).
 
-A file holding the string ``"fork"`` is not reduced (FRK404 asks whether anything in the module uses
-CUDA). The facts are the pre-filter's (``prefilter.gate`` returns them with its verdict; without one,
-``prefilter.facts_of_text``), which parses a very big file one group of statements at a time. tests/test_slicing.py checks that reduced and whole files give the same
-findings.
+A file holding the string ``"fork"`` is not reduced while FRK404 (the FORK anchor) is enabled: it
+asks whether anything in the module uses CUDA. The facts are the pre-filter's (``prefilter.gate``
+returns them with its verdict; without one, ``prefilter.facts_of_text``), which parses a very big
+file one group of statements at a time. A finding whose rule plans over every top-level statement
+(FRK401's main-guard fix: the WORKER_START anchor) makes ``engine.check_source`` analyse the file
+whole again; fixes (``fix.py``) always analyse whole files. tests/test_slicing.py checks that reduced
+and whole files give the same findings.
 """
 
 from __future__ import annotations
 
-from typing import List, Optional, Set, Tuple
+from typing import Callable, FrozenSet, List, Optional, Set, Tuple, Union
 
 from flake8_forksafe.knowledge import Knowledge
-from flake8_forksafe.prefilter import Facts, Gate, StmtFact, facts_of_text, split_lines
+from flake8_forksafe.prefilter import (
+    ALL_ANCHORS,
+    DATASET_CLASS,
+    FORK,
+    LOADER_CALL,
+    LOCAL_CALLABLE,
+    MP_ANCHORS,
+    Facts,
+    Gate,
+    StmtFact,
+    facts_of_text,
+    split_lines,
+)
 
-SLICE_ABOVE = 200_000  # bytes of source; smaller files are analysed whole
+SLICE_ABOVE = -1  # bytes of source; smaller files are analysed whole (-1: every file is reduced)
 MAX_ANALYSED = 1_000_000  # bytes of (reduced) source libcst may parse (~400 MB of memory)
 LITERAL_LINES = 20  # module-level literal-only containers at least this long are dropped
+_DATA = frozenset({DATASET_CLASS, LOADER_CALL, LOCAL_CALLABLE})
 
 
-def _anchored(facts: Facts, s: StmtFact) -> bool:
-    if s.imports or s.lambdas or s.local_defs or s.globals:
+def _anchored(facts: Facts, s: StmtFact, anchors: FrozenSet[str] = ALL_ANCHORS) -> bool:
+    """A ``def`` / ``class`` holding one of ``anchors`` (the enabled rules' declarations, as the gate
+    tests them), or what every analysis needs whole: an import, a ``global`` statement."""
+    if s.imports or s.globals:
         return True
-    if any(facts.base_anchor(b) or facts.process_base(b) for bases in s.bases for b in bases):
+    data = bool(anchors & _DATA)
+    if data and (s.lambdas or s.local_defs):
         return True
+    mp = bool(anchors & MP_ANCHORS)
+    if s.bases and (data or mp):
+        for bases in s.bases:
+            for b in bases:
+                if (data and facts.base_anchor(b)) or (mp and facts.process_base(b)):
+                    return True
+    if not s.calls:
+        return False
     n = facts.n
     for c in s.calls:
-        if facts.call_anchor(c) or facts.starts(c) or facts.qualified(c.func) & (n.setters | n.starters):
+        if data and facts.call_anchor(c):
+            return True
+        # worker-side code reaching the worker's dataset copy (``get_worker_info().dataset``): a
+        # function that renews an RNG there is not named by anything, yet FRK601 reads it
+        if data and (c.attr == "get_worker_info" or "get_worker_info" in facts.lasts(c.func)):
+            return True
+        if mp and (facts.starts(c) or facts.qualified(c.func) & (n.setters | n.starters)):
             return True
     return False
 
 
-def dropped_spans(facts: Facts) -> List[Tuple[int, int]]:
-    """1-based inclusive line spans of the top-level statements no finding can involve."""
-    if facts.fork:
+def _imported_base(facts: Facts, s: StmtFact) -> bool:
+    """A class with a base bound by an import: with a project index, such a base may be a dataset
+    class of another module of the project, which the file's facts cannot tell."""
+    return any(b is not None and b.split(".", 1)[0] in facts.imports for bases in s.bases for b in bases)
+
+
+def dropped_spans(
+    facts: Facts, anchors: FrozenSet[str] = ALL_ANCHORS, project: Union[bool, Callable[[], bool]] = False
+) -> List[Tuple[int, int]]:
+    """1-based inclusive line spans of the top-level statements no finding of the rules declaring
+    ``anchors`` can involve. ``project``: a class of the file derives from a dataset base of another
+    module of the project (``engine.project_anchor``): every class with an imported base is kept (a
+    callable is asked only when such a class would otherwise be dropped)."""
+    if facts.fork and FORK in anchors:
         return []
     drop: List[Tuple[int, int]] = []
     units: List[StmtFact] = []
@@ -60,7 +106,11 @@ def dropped_spans(facts: Facts) -> List[Tuple[int, int]]:
             drop.append((s.start, s.end))
         else:
             kept_refs |= s.names | s.attrs
-    live = [_anchored(facts, u) for u in units]
+    live = [_anchored(facts, u, anchors) for u in units]
+    if project:
+        imported = [not on and bool(u.bases) and _imported_base(facts, u) for u, on in zip(units, live)]
+        if any(imported) and (project() if callable(project) else True):
+            live = [on or imp for on, imp in zip(live, imported)]
     kept_names: Set[str] = set()
     for u, on in zip(units, live):
         if on:
@@ -86,18 +136,27 @@ def dropped_spans(facts: Facts) -> List[Tuple[int, int]]:
 
 
 def reduce(
-    text: str, k: Knowledge, above: Optional[int] = None, gate: Optional[Gate] = None
+    text: str,
+    k: Knowledge,
+    above: Optional[int] = None,
+    gate: Optional[Gate] = None,
+    anchors: Optional[FrozenSet[str]] = None,
+    project: Union[bool, Callable[[], bool]] = False,
 ) -> Tuple[str, Optional[List[int]]]:
     """The text libcst should analyse and, when it is not ``text`` itself, the original line number
-    of each of its lines. A file over ``above`` bytes loses the top-level statements no finding
-    can involve (whole lines: every column of the rest is unchanged). ``gate``: the pre-filter's
-    verdict on this text, whose facts are used instead of parsing it again."""
+    of each of its lines. A file over ``above`` bytes (default ``SLICE_ABOVE``: every file) loses
+    the top-level statements no finding can involve (whole lines: every column of the rest is
+    unchanged). ``gate``: the pre-filter's verdict on this text, whose facts and anchors are used
+    instead of parsing it again; ``anchors``: the enabled rules' (default: the gate's, else all);
+    ``project``: see ``dropped_spans``."""
     if len(text) <= (SLICE_ABOVE if above is None else above):
         return text, None
     facts = gate.facts if gate is not None and gate.parsed else facts_of_text(text, k)
     if facts is None:
         return text, None  # the real parser gives the one-line error
-    spans = dropped_spans(facts)
+    if anchors is None:
+        anchors = gate.anchors if gate is not None else ALL_ANCHORS
+    spans = dropped_spans(facts, anchors, project)
     if not spans:
         return text, None
     lines = split_lines(text)

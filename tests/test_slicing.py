@@ -1,7 +1,8 @@
-"""Big files are reduced before libcst parses them (flake8_forksafe/slicing.py) and parsed by the
-pre-filter in statement groups (prefilter.facts_of_text). Neither may change a finding: here every
-fixture, held-out corpus file, rule example and generated program is checked reduced (slicing
-forced on at any size) and whole, and its facts are computed chunked (forced) and whole."""
+"""Every file is reduced before libcst parses it (flake8_forksafe/slicing.py), and big files are
+parsed by the pre-filter in statement groups (prefilter.facts_of_text). Neither may change a finding
+(position, message or fixability): here every fixture, held-out corpus file, rule example and
+generated program is checked reduced and whole, and its facts are computed chunked (forced) and
+whole. Project-anchored classes: tests/test_anchors.py."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ K = ALL.knowledge
 
 def _findings(text: str, above):
     try:
-        return [(f.code, f.line, f.col, f.end_line, f.end_col, f.message) for f in check_source(text, "x.py", ALL, slice_above=above)]
+        return [(f.code, f.line, f.col, f.end_line, f.end_col, f.message, f.fix)
+                for f in check_source(text, "x.py", ALL, slice_above=above)]
     except SourceError as exc:
         return ["error", exc.message]
 
@@ -44,7 +46,7 @@ SOURCES = _sources()
 
 @pytest.mark.parametrize("name,text", SOURCES, ids=[n for n, _ in SOURCES])
 def test_reduced_equals_whole(name, text):
-    assert _findings(text, 0) == _findings(text, 10**9)
+    assert _findings(text, None) == _findings(text, 10**9)  # the default reduces every file
 
 
 def _facts_summary(facts):
@@ -68,7 +70,22 @@ def test_chunked_facts_equal_whole_facts(name, text, monkeypatch):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(src=programs())
 def test_generated_programs_reduced_equals_whole(src):
-    assert _findings(src, 0) == _findings(src, 10**9)
+    assert _findings(src, None) == _findings(src, 10**9)
+
+
+FRK401_NOT_FIXABLE = (
+    # a function that nothing at module level names reads a name the worker-starting loop binds:
+    # the slicer drops the function, but FRK401's fix plan needs it (the file is analysed whole again)
+    "from torch.utils.data import DataLoader\nfor batch in DataLoader(range(4), num_workers=2):\n    pass\n"
+    "def last():\n    return batch\n"
+)
+
+
+def test_a_dropped_function_does_not_change_frk401s_fixability():
+    reduced, line_map = slicing.reduce(FRK401_NOT_FIXABLE, K)
+    assert line_map is not None and "def last" not in reduced
+    assert _findings(FRK401_NOT_FIXABLE, None) == _findings(FRK401_NOT_FIXABLE, 10**9)
+    assert [(f[0], f[1], f[-1]) for f in _findings(FRK401_NOT_FIXABLE, None)] == [("FRK401", 2, None)]
 
 
 def test_cuts_inside_strings_and_decorators_are_merged(monkeypatch):
@@ -159,3 +176,29 @@ def test_big_file_facts_are_computed_once_and_not_kept(monkeypatch):
     assert calls == [len(text)]  # the gate's facts served the slicer
     assert not hasattr(prefilter, "_LAST")  # the gate returns its facts: nothing kept in the module
     assert prefilter.could_have_findings("x = 1\n# Dataset\n" * 20000, K) is False
+
+
+WORKER_RENEWAL = """\
+import numpy as np
+from torch.utils.data import Dataset, get_worker_info
+
+
+class DS(Dataset):
+    def __init__(self):
+        self.rng = np.random.default_rng(0)
+
+    def __getitem__(self, i):
+        return self.rng.random()
+
+
+def wif(worker_id):
+    info = get_worker_info()
+    setattr(info.dataset, "rng", np.random.default_rng(info.seed))
+"""
+
+
+def test_a_function_reaching_the_workers_dataset_is_kept():
+    # named by nothing, but it renews the dataset's RNG in each worker: FRK601 must see it
+    reduced, _ = slicing.reduce(WORKER_RENEWAL, K)
+    assert "def wif" in reduced
+    assert _findings(WORKER_RENEWAL, None) == _findings(WORKER_RENEWAL, 10**9) == []

@@ -104,6 +104,7 @@ class HandleOpenedInInit(Rule):
     forked worker and cannot be pickled for spawn workers."""
 
     code = "FRK101"
+    ANCHORS = ("dataset class", "loader call")  # what the pre-filter must find for this rule (prefilter.ANCHORS)
     name = "handle-opened-in-init"
     fix_applicability = SAFE
     fix_title = "Open the handle lazily in each worker process (PID-checked) and drop it when pickling"

@@ -103,6 +103,7 @@ class ModuleLevelHandle(Rule):
     every forked worker shares the parent's handle (its file offset, its LMDB reader slots)."""
 
     code = "FRK102"
+    ANCHORS = ("dataset class", "loader call")  # what the pre-filter must find for this rule (prefilter.ANCHORS)
     name = "module-level-handle"
     fix_applicability = None
     fix_title = ""

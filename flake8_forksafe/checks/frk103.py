@@ -24,6 +24,7 @@ class LazyHandleOpenedByParent(Rule):
     dataset unless ``__getstate__`` drops it."""
 
     code = "FRK103"
+    ANCHORS = ("dataset class", "loader call")  # what the pre-filter must find for this rule (prefilter.ANCHORS)
     name = "lazy-handle-opened-by-parent"
     fix_applicability = SAFE
     fix_title = "Reopen the lazy handle when the process changes and drop it when pickling"

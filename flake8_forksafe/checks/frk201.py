@@ -28,6 +28,8 @@ class LambdaInDataset(Rule):
     and a lambda cannot be pickled."""
 
     code = "FRK201"
+    # what the pre-filter must find for this rule (prefilter.ANCHORS)
+    ANCHORS = ("dataset class", "loader call", "lambda or local def near a dataset constructor")
     name = "lambda-in-dataset"
     fix_applicability = SAFE
     fix_title = "Move the lambda to a module-level function (functools.partial for captured values)"

@@ -29,6 +29,8 @@ class LocalFunctionInDataset(Rule):
     so spawn and forkserver workers cannot receive it (fork copies it and hides the problem)."""
 
     code = "FRK202"
+    # what the pre-filter must find for this rule (prefilter.ANCHORS)
+    ANCHORS = ("dataset class", "loader call", "lambda or local def near a dataset constructor")
     name = "local-function-in-dataset"
     fix_applicability = SAFE
     fix_title = "Move the local function or class to module level"

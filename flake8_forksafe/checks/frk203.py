@@ -101,6 +101,7 @@ class UnpicklableObjectOnDataset(Rule):
     parent thread holds at fork is held forever)."""
 
     code = "FRK203"
+    ANCHORS = ("dataset class", "loader call")  # what the pre-filter must find for this rule (prefilter.ANCHORS)
     name = "unpicklable-object-on-dataset"
     fix_applicability = SAFE
     fix_title = "Create the lock or queue lazily in each worker process and drop it when pickling"

@@ -19,6 +19,7 @@ class CudaInDatasetInit(Rule):
     CUDA context and receive the tensors through CUDA IPC."""
 
     code = "FRK301"
+    ANCHORS = ("dataset class", "loader call")  # what the pre-filter must find for this rule (prefilter.ANCHORS)
     name = "cuda-in-dataset-init"
     fix_applicability = UNSAFE
     fix_title = "Keep the dataset's tensors on the CPU (drop .cuda() / the CUDA .to(), device= -> CPU)"

@@ -30,6 +30,7 @@ class CudaInWorker(Rule):
     CUDA context (hundreds of MiB of GPU memory each) and send tensors back through CUDA IPC."""
 
     code = "FRK302"
+    ANCHORS = ("dataset class", "loader call")  # what the pre-filter must find for this rule (prefilter.ANCHORS)
     name = "cuda-in-worker"
     fix_applicability = None
     fix_title = ""

@@ -20,6 +20,8 @@ class MissingMainGuard(Rule):
     and would start workers again while bootstrapping."""
 
     code = "FRK401"
+    # what the pre-filter must find for this rule (prefilter.ANCHORS)
+    ANCHORS = ("module-level worker start", "loader call", "dataset class")
     name = "missing-main-guard"
     fix_applicability = SAFE
     fix_title = 'Move the script code under an `if __name__ == "__main__":` guard'

@@ -18,6 +18,7 @@ class StartMethodAfterTorchImport(Rule):
     default context, and spawned children re-run the call while re-importing the module."""
 
     code = "FRK402"
+    ANCHORS = ("module-level start-method setter",)  # what the pre-filter must find for this rule (prefilter.ANCHORS)
     name = "start-method-after-torch-import"
     fix_applicability = SAFE
     fix_title = "Set the start method with multiprocessing.set_start_method(..., force=True) before importing torch"

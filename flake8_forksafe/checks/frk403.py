@@ -24,6 +24,7 @@ class StartMethodWithoutForce(Rule):
     already set, and the call raises ``RuntimeError: context has already been set``."""
 
     code = "FRK403"
+    ANCHORS = ("module-level start-method setter",)  # what the pre-filter must find for this rule (prefilter.ANCHORS)
     name = "start-method-without-force"
     fix_applicability = SAFE
     fix_title = "Pass force=True to set_start_method()"

@@ -25,6 +25,7 @@ class ForkWithCuda(Rule):
     subprocess"), and the CUDA runtime is not fork-safe."""
 
     code = "FRK404"
+    ANCHORS = ("fork start method", "loader call")  # what the pre-filter must find for this rule (prefilter.ANCHORS)
     name = "fork-with-cuda"
     fix_applicability = UNSAFE
     fix_title = 'Use the "spawn" start method instead of "fork"'

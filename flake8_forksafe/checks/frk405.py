@@ -26,6 +26,8 @@ class NotebookDefinitionReachesWorkers(Rule):
     the notebook and import them."""
 
     code = "FRK405"
+    # what the pre-filter must find for this rule (prefilter.ANCHORS)
+    ANCHORS = ("dataset class", "loader call", "lambda or local def near a dataset constructor")
     name = "notebook-definition-reaches-workers"
     fix_applicability = None
 

@@ -56,6 +56,7 @@ class SpawnWorkersNotPersistent(Rule):
     and unpickling the dataset. Off by default: a performance hint."""
 
     code = "FRK501"
+    ANCHORS = ("loader call", "dataset class")  # what the pre-filter must find for this rule (prefilter.ANCHORS)
     name = "spawn-workers-not-persistent"
     default_enabled = False
     fix_applicability = SAFE

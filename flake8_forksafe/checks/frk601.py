@@ -76,6 +76,7 @@ class RngCreatedInInit(Rule):
     worker."""
 
     code = "FRK601"
+    ANCHORS = ("dataset class", "loader call")  # what the pre-filter must find for this rule (prefilter.ANCHORS)
     name = "rng-created-in-init"
     fix_applicability = UNSAFE
     fix_title = "Create the RNG lazily in each worker process, seeded from the worker's seed"

@@ -115,6 +115,7 @@ class ConstantWorkerSeed(Rule):
     so every epoch replays the same augmentations (and ``seed(0)`` makes all workers identical)."""
 
     code = "FRK602"
+    ANCHORS = ("loader call", "dataset class")  # what the pre-filter must find for this rule (prefilter.ANCHORS)
     name = "constant-worker-seed"
     fix_applicability = UNSAFE
     fix_title = "Seed from torch.initial_seed() % 2**32 (different per worker and per epoch)"

@@ -15,7 +15,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from flake8_forksafe import __version__
 from flake8_forksafe.config import SYNTAX_ERROR, Config, ConfigError, discover as discover_config, merge_cli, split_list
-from flake8_forksafe.engine import check_source, could_have_findings, project_anchor
+from flake8_forksafe.engine import check_source, gate, project_anchor
 from flake8_forksafe.model import Finding, SourceError
 from flake8_forksafe.source import decode
 from flake8_forksafe.frontends.formats import FORMATS, render
@@ -182,7 +182,8 @@ def check_file(path: str, cfg: Config, data: Optional[bytes] = None, cache=None,
     text = ""
     try:
         text = decode(data, path)
-        if not could_have_findings(text, cfg) and not project_anchor(index, path, cfg, text):
+        verdict = gate(text, cfg)  # the slicer takes its facts: the file is parsed by ast once
+        if not verdict.passes and not project_anchor(index, path, cfg, text):
             return [], None, None
         digest = None
         if cache is not None:
@@ -191,7 +192,7 @@ def check_file(path: str, cfg: Config, data: Optional[bytes] = None, cache=None,
             hit = cache.get(digest, shown)
             if hit is not None:
                 return _per_file_filter(hit, own), None, None
-        findings = check_source(text, shown, cfg, prefilter=False, index=index)
+        findings = check_source(text, shown, cfg, index=index, verdict=verdict)
         if digest is not None:
             cache.put(digest, findings)
         return _per_file_filter(findings, own), None, None

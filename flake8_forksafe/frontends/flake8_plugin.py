@@ -9,18 +9,19 @@ built once per process (``parse_options``).
 
 from __future__ import annotations
 
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, FrozenSet, Iterator, List, Optional, Tuple
 
 from flake8_forksafe import __version__, prefilter
 from flake8_forksafe.config import Config
-from flake8_forksafe.engine import check_source, project_anchor
-from flake8_forksafe.model import SourceError
+from flake8_forksafe.engine import check_source, gate_anchors, no_gc, project_anchor
+from flake8_forksafe.model import Finding, SourceError
 
 
 class ForkSafeChecker:
     name = "flake8-forksafe"
     version = __version__
     _config: Optional[Config] = None
+    _anchors: Optional[Tuple[Config, FrozenSet[str]]] = None
 
     def __init__(self, tree: Any = None, lines: Optional[List[str]] = None, filename: str = "stdin") -> None:
         self.tree = tree
@@ -49,42 +50,46 @@ class ForkSafeChecker:
         )
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
+        with no_gc():  # as in ``forksafe check``: the parsers' allocations trigger collections that find nothing
+            findings = self._findings()
+        from flake8_forksafe.frontends.terminal import short_message
+
+        for f in findings:  # the short message, as `forksafe check` prints it; `forksafe explain` has the rest
+            yield f.line, f.col, f"{f.code} {short_message(f.message)}", type(self)
+
+    def _findings(self) -> List[Finding]:
         if self._config is None:
             from flake8_forksafe.checks import ALL_CODES
 
             ForkSafeChecker._config = Config(select=ALL_CODES)
         config = self._config
+        if ForkSafeChecker._anchors is None or ForkSafeChecker._anchors[0] is not config:
+            ForkSafeChecker._anchors = (config, gate_anchors(config))  # once per process and configuration
+        anchors = ForkSafeChecker._anchors[1]
         text = "".join(self.lines)
+        k = config.knowledge
+        # the gate's facts from flake8's tree: nothing is parsed again, and the slicer takes them
+        if self.tree is None:
+            verdict = prefilter.gate(text, k, anchors)
+        else:
+            verdict = prefilter.gate_tree(text, self.tree, k, anchors)
+        if not verdict.passes and "class " not in text:
+            return []  # no work: not even the project index (only a class can have a base in another module)
         index = None
         if self.filename not in ("stdin", "-"):
             from flake8_forksafe.index import index_for
 
-            index = index_for(self.filename, config.knowledge, use_cache=False)  # per process and project
-        verdict = None
-        if self.tree is None:
-            gate = prefilter.could_have_findings(text, config.knowledge)
-        elif not prefilter.text_gate(text, config.knowledge):
-            gate = False
-        else:  # the gate's facts from flake8's tree: the slicer takes them, nothing is parsed again
-            facts = prefilter.facts_of_tree(self.tree, config.knowledge)
-            gate = facts.could_have_findings()
-            verdict = prefilter.Gate(gate, facts, parsed=True)
+            index = index_for(self.filename, k, use_cache=False)  # per process and project
         if index is not None and self.tree is not None and "class " in text:
-            if gate or index.may_have_project_base(self.filename, text):  # from flake8's tree: no second parse
+            if verdict.passes or index.may_have_project_base(self.filename, text):  # from flake8's tree: no second parse
                 from pathlib import Path
 
                 index.summarise_file(Path(self.filename), tree=self.tree, data=text.encode("utf-8", "surrogatepass"))
-        if not gate and not project_anchor(index, self.filename, config, text):
-            return
+        if not verdict.passes and not project_anchor(index, self.filename, config, text):
+            return []
         try:
-            findings = check_source(
-                text, self.filename, config, prefilter=False, noqa=False, index=index, verdict=verdict if gate else None
-            )
+            return check_source(text, self.filename, config, noqa=False, index=index, verdict=verdict)
         except SourceError:
-            return  # flake8 reports E902/E999 for files it cannot read or parse
+            return []  # flake8 reports E902/E999 for files it cannot read or parse
         except RecursionError:
-            return
-        from flake8_forksafe.frontends.terminal import short_message
-
-        for f in findings:  # the short message, as `forksafe check` prints it; `forksafe explain` has the rest
-            yield f.line, f.col, f"{f.code} {short_message(f.message)}", type(self)
+            return []
