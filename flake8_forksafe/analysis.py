@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -20,8 +20,6 @@ from flake8_forksafe.knowledge import Knowledge
 
 if TYPE_CHECKING:  # pragma: no cover
     from flake8_forksafe.index import AttrFact, MethodRef, ProjectIndex
-
-FuncNode = Union[cst.FunctionDef, cst.Lambda]
 
 PARENT_ROOTS = ("__init__", "__len__")
 WORKER_ROOTS = ("__getitem__", "__getitems__", "__iter__", "__next__")
@@ -253,15 +251,6 @@ class FuncInfo:
     explicit_base_inits: Set[str] = field(default_factory=set)  # Base.__init__(self)
     getpid: bool = False
     tests: List[cst.BaseExpression] = field(default_factory=list)  # if / ternary conditions
-
-    @cached_property
-    def lazy_attrs(self) -> Set[str]:
-        """Attributes this function tests for being unset (``self.x is None``, ``hasattr``...)."""
-        out: Set[str] = set()
-        if self.self_name:
-            for t in self.tests:
-                out |= attrs_tested(t, self.self_name)
-        return out
 
     @property
     def is_method(self) -> bool:
@@ -869,9 +858,6 @@ class Analysis:
                         out.setdefault(name, []).append(t)
         return out
 
-    def is_dataset(self, cls: ClassInfo) -> bool:
-        return cls in self.dataset_classes
-
     # -- other modules of the project (through the index)
     @cached_property
     def module_name(self) -> Tuple[str, bool]:
@@ -1155,12 +1141,6 @@ class Analysis:
             if self.is_loader_name(site.qname):
                 out.append(LoaderCall(self, site))
         return out
-
-    def loader_call(self, node: cst.Call) -> Optional["LoaderCall"]:
-        for lc in self.loader_calls:
-            if lc.node is node:
-                return lc
-        return None
 
     @cached_property
     def all_loaders_zero(self) -> bool:
@@ -1685,31 +1665,6 @@ def kept_handles(a: Analysis, sa: SelfAssign, fn: FuncInfo) -> List[KeptHandle]:
         if hit is not None:
             out.append(KeptHandle(hit[0], hit[1], direct=False, container=True))
     return out
-
-
-def getstate_drops(a: Analysis, cls: ClassInfo) -> Optional[Set[str]]:
-    """Attribute names ``__getstate__`` mentions (it drops or resets them); None without one.
-    A ``__reduce__`` counts as handling every attribute."""
-    for c in a.mro(cls):
-        if c.defines_reduce:
-            return {"*"}
-        fn = c.methods.get("__getstate__")
-        if fn is not None:
-            names: Set[str] = set()
-
-            class V(cst.CSTVisitor):
-                def visit_SimpleString(self, node: cst.SimpleString) -> None:
-                    v = string_value(node)
-                    if v:
-                        names.add(v)
-
-            fn.node.visit(V())
-            return names
-    return None
-
-
-def has_pid_check(a: Analysis, cls: ClassInfo) -> bool:
-    return any(fn.getpid for fn in a.class_functions(cls))
 
 
 def param_default(scope: Optional[FuncInfo], name: str) -> Optional[cst.BaseExpression]:

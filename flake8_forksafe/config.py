@@ -274,7 +274,7 @@ def load_pyproject(path: Optional[Path]) -> Config:
     return replace(cfg, root=path.parent)
 
 
-def discover(paths: Sequence[str], explicit: Optional[str] = None) -> Config:
+def discover_config(paths: Sequence[str], explicit: Optional[str] = None) -> Config:
     if explicit:
         p = Path(explicit)
         if not p.is_file():

@@ -26,7 +26,7 @@ import ast
 import json
 import re
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 NOTEBOOK_SUFFIX = ".ipynb"
 
@@ -197,10 +197,6 @@ def is_jupytext(text: str) -> bool:
     if not saw_jupytext:
         return False
     return any(line.startswith("# %%") for line in head)
-
-
-def is_notebook_path(path: Optional[str]) -> bool:
-    return bool(path) and str(path).lower().endswith(NOTEBOOK_SUFFIX)
 
 
 # ------------------------------------------------------------------------------------------ checking

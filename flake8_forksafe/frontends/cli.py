@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
 from flake8_forksafe import __version__
-from flake8_forksafe.config import SYNTAX_ERROR, Config, ConfigError, discover as discover_config, merge_cli, split_list
+from flake8_forksafe.config import SYNTAX_ERROR, Config, ConfigError, discover_config, merge_cli, split_list
 from flake8_forksafe.engine import check_source, gate, project_anchor
 from flake8_forksafe.model import Finding, SourceError
 from flake8_forksafe.source import decode
@@ -135,7 +135,7 @@ def _config(args) -> Config:
 
 
 def _targets(args, cfg: Config) -> Tuple[List[str], List[str]]:
-    from flake8_forksafe.frontends.files import discover
+    from flake8_forksafe.frontends.files import discover_files
 
     from flake8_forksafe.frontends.files import file_language
 
@@ -144,7 +144,7 @@ def _targets(args, cfg: Config) -> Tuple[List[str], List[str]]:
         if len([p for p in paths if p != "-"]) > 0 and "-" in paths:
             raise UsageError("- (stdin) cannot be combined with other paths")
         return ["-"], []  # --stdin-filename: the paths only locate the configuration (as in ruff)
-    files, errors = discover(paths, cfg)
+    files, errors = discover_files(paths, cfg)
     named = {os.path.abspath(p) for p in paths if os.path.isfile(p)}
     kept = []
     for f in files:

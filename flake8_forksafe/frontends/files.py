@@ -39,7 +39,7 @@ def _force_excluded(path: Path, patterns: Sequence[str], root: Path) -> bool:
     return any(_excluded(root.joinpath(*parts[: i + 1]), patterns, root) for i in range(len(parts)))
 
 
-def discover(paths: Sequence[str], config: Config) -> Tuple[List[str], List[str]]:
+def discover_files(paths: Sequence[str], config: Config) -> Tuple[List[str], List[str]]:
     """Return (files, errors). Files named explicitly are checked even when excluded, unless
     ``force-exclude`` is set (as in ruff: pre-commit names every file); directories
     are walked, skipping excluded names, hidden/virtualenv/build directories and symlinked dirs."""

@@ -77,7 +77,7 @@ log = logging.getLogger("flake8_forksafe.lsp")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
-def split_lines(text: str) -> List[str]:
+def lsp_lines(text: str) -> List[str]:
     """Lines as LSP counts them (``\\n``, ``\\r\\n`` and ``\\r`` end a line), without terminators."""
     return _LINE_BREAK.split(text)
 
@@ -167,15 +167,6 @@ def excluded(path: Optional[str], cfg: Config, workspace_root: Optional[str] = N
 
 
 # ------------------------------------------------------------------------------------- checking
-
-
-def project_index(path: Optional[str], text: str, cfg: Config):
-    """The index of the document's project (one per project root for the server's life), with the
-    open document's own summary taken from its unsaved text."""
-    ix = _index(path, cfg)
-    if ix is not None:
-        ix.update_text(path, text)
-    return ix
 
 
 def _index(path: Optional[str], cfg: Config):
@@ -374,10 +365,10 @@ class ForkSafeServer(LanguageServer):
         if doc.version != version or doc.source != text:
             return  # edited while we were checking: never publish for a stale version (the newer change brings its own check)
         if found is None:
-            lines = split_lines(text)
+            lines = lsp_lines(text)
             diagnostics = [d for d in state.published if d.range.start.line < len(lines)]
         else:
-            diagnostics = [self.diagnostic(f, split_lines(text), doc) for f in found]
+            diagnostics = [self.diagnostic(f, lsp_lines(text), doc) for f in found]
             state.published = diagnostics
         self.text_document_publish_diagnostics(
             T.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics)
@@ -425,7 +416,7 @@ class ForkSafeServer(LanguageServer):
         if not found:
             return []
         doc = self.workspace.get_text_document(uri)
-        lines = split_lines(text)
+        lines = lsp_lines(text)
         only = params.context.only
 
         def wanted(kind: str) -> bool:
@@ -543,13 +534,13 @@ class ForkSafeServer(LanguageServer):
             if edit is None:
                 return None
             line_idx, at, insert = edit
-            lines = split_lines(text)
+            lines = lsp_lines(text)
             pos = T.Position(line=line_idx, character=doc.position_codec.client_num_units(lines[line_idx][:at]))
             return self.workspace_edit(uri, version, [T.TextEdit(range=T.Range(start=pos, end=pos), new_text=insert)])
         return None
 
     def whole_document_edit(self, uri: str, version: Optional[int], old: str, new: str, doc: Any) -> T.WorkspaceEdit:
-        lines = split_lines(old)
+        lines = lsp_lines(old)
         end = T.Position(line=len(lines) - 1, character=doc.position_codec.client_num_units(lines[-1]))
         rng = T.Range(start=T.Position(line=0, character=0), end=end)
         return self.workspace_edit(uri, version, [T.TextEdit(range=rng, new_text=new)])
@@ -599,7 +590,7 @@ def noqa_edit(
     still parse. Checked with a tokenize and an ``ast`` parse, without analysing the document.
     ``span``: the 1-based first and last line of the top-level statement holding ``line`` (alone
     on its lines): only that statement is tokenized and parsed."""
-    lines = split_lines(text)
+    lines = lsp_lines(text)
     if not 0 < line <= len(lines):
         return None
     line_text = lines[line - 1]

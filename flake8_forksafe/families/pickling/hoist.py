@@ -24,7 +24,6 @@ import libcst as cst
 from flake8_forksafe.analysis import comp_fors, is_docstring
 
 COMPS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
-SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef) + COMPS
 Scope = Union[cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp]
 
 
