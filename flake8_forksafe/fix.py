@@ -2,9 +2,9 @@
 
 Each round parses the current text once (libcst), runs every enabled rule on that one analysis and
 asks each rule with fixable findings for its rewrite of the module, rules taken in the order of their
-earliest finding. The rewrites are compared with the round's text line by line: every rewrite whose
-changed lines touch top-level statements that no rewrite taken before it in this round touches is
-applied in this round (ruff's non-overlap rule: an insertion between two statements touches both
+earliest finding (the main-guard fix, FRK401, first: see ``FIX_FIRST``). The rewrites are compared
+with the round's text line by line: every rewrite whose changed lines touch top-level statements
+that no rewrite taken before it in this round touches is applied in this round (ruff's non-overlap rule: an insertion between two statements touches both
 neighbours); the others wait for the next round. The findings of the first round are the file's
 findings before the fix, those of the last round the findings that remain.
 
@@ -23,13 +23,18 @@ from dataclasses import dataclass, field
 from typing import Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from flake8_forksafe.config import Config
-from flake8_forksafe.edit import retarget_imports
+from flake8_forksafe.edit import drop_orphaned_local_imports, retarget_imports
 from flake8_forksafe.engine import analyse, check_source, could_have_findings, enabled_rules, locate, run_rules
 from flake8_forksafe.model import SAFE, UNSAFE, Finding, Rule, SourceError
 from flake8_forksafe.prefilter import split_lines
 from flake8_forksafe.source import decode, encode, encoding_of
 
 MAX_ROUNDS = 12
+# fixes taken before the others in a round: the main-guard fix moves whole statements into the guard,
+# where the start-method rules no longer apply (FRK402 would first move a `set_start_method` call
+# above the torch import, with `# noqa: E402` on the imports after it, only for FRK401 to move it
+# into the guard in the next round, leaving those comments and a split import block behind)
+FIX_FIRST = ("FRK401",)
 
 
 @dataclass
@@ -77,6 +82,7 @@ class _Round:
                     order.append(rule)
                     reports[rule.code] = []
                 reports[rule.code].append(rep)
+        order.sort(key=lambda r: r.code not in FIX_FIRST)  # stable: the others by earliest finding
         return [(r, reports[r.code]) for r in order]
 
 
@@ -168,7 +174,11 @@ def fix_rounds(
         used: Set[int] = set()
         for rule, reports in todo:
             try:
-                new_text = retarget_imports(rnd.analysis.module, rule.fix(rnd.analysis, reports)).code
+                # added code uses the names its imports really have; a local import whose uses the
+                # fix moved away (with their own copy of it) goes (ruff F401)
+                module = rnd.analysis.module
+                fixed = retarget_imports(module, rule.fix(rnd.analysis, reports))
+                new_text = drop_orphaned_local_imports(module, fixed).code
             except NotImplementedError:
                 fixers.discard(rule.code)
                 continue

@@ -24,3 +24,29 @@ def file_noqa(lines: Sequence[str]) -> bool:
     return any(NOQA_FILE.match(line) for line in lines)
 
 
+
+
+_CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
+
+
+def merged_noqa(codes: Sequence[str], existing: str = "") -> str:
+    """``# noqa: A, B`` with the codes of an existing ``# noqa: A`` first, each code once."""
+    seen: list = []
+    for c in [*_CODE.findall(existing), *codes]:
+        if c.upper() not in (s.upper() for s in seen):
+            seen.append(c)
+    return "# noqa: " + ", ".join(seen)
+
+
+def with_noqa(comment: str, codes: Sequence[str]) -> str:
+    """A line's comment (``""``: none) with ``codes`` added to its ``# noqa``: merged into an existing
+    ``# noqa: X``, appended after another comment; a bare ``# noqa`` already covers them."""
+    match = NOQA_INLINE.search(comment)
+    if match is not None and not match.group("codes"):
+        return comment
+    if match is not None:
+        rest = comment[match.end():]
+        if rest and not rest[0].isspace():
+            rest = " " + rest  # the match took the space after the last code
+        return comment[: match.start()] + merged_noqa(codes, match.group("codes")) + rest
+    return (comment.rstrip() + "  " if comment.strip() else "") + merged_noqa(codes)

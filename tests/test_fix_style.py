@@ -2,9 +2,7 @@
 something assigns the attribute (a setter).
 
 ruff: every fixture's fixed output passes `ruff check --select E,W,F,I` and `ruff format --check`
-whenever its input did. Findings that come from other fixes than the handle family's (import
-placement, owned by the import-placement work; FRK201/FRK202/FRK402/FRK501 rewrites) are listed in
-KNOWN with their reason, so that a new one fails and a fixed one shows as an unexpected pass.
+whenever its input did (a code the input already had is not counted): no fix adds a finding.
 """
 
 from __future__ import annotations
@@ -28,24 +26,6 @@ from tests.helpers import fixed_path, fixture_files
 
 ALL = Config(select=("FRK", "FRK501"))
 FIXED = [p for p in fixture_files() if fixed_path(p).exists()]
-
-# fixture -> ruff codes its fixed output is known to add, and why (none from the handle fixes' code)
-_HOIST = "I001: FRK201's hoist adds `import functools` at the end of the import block"
-_SETTER = "E402/I001: FRK402 moves the start-method call above the first torch import, between imports"
-KNOWN: Dict[str, Set[str]] = {
-    "FRK101/pos_visiondataset_local_import.py": {"F401"},  # the local import left unused in __init__
-    "FRK201/pos_collate_and_init.py": {"I001"},  # _HOIST
-    "FRK201/pos_constructor_args.py": {"I001", "F401", "E501"},  # _HOIST; a long hoisted signature
-    "FRK201/pos_stored_then_passed.py": {"I001"},  # _HOIST
-    "FRK201/pos_vision_transforms.py": {"I001"},  # _HOIST
-    "FRK202/pos_local_collate.py": {"F401"},
-    "FRK203/pos_visiondataset_local_import.py": {"F401"},  # the local import left unused in __init__
-    "FRK402/pos_alias_only_for_setter.py": {"I001", "E402"},  # _SETTER
-    "FRK402/pos_also_unforced.py": {"I001", "E402"},  # _SETTER
-    "FRK402/pos_stdlib_and_preload.py": {"E402"},  # _SETTER
-    "FRK402/pos_torch_mp_alias.py": {"I001", "E402"},  # _SETTER
-}
-
 
 def _ruff() -> str:
     r = tool("ruff")
@@ -92,10 +72,7 @@ def test_fixed_output_passes_ruff_when_input_did(path, ruff_results):
     new = {c for c in after.get(name, set()) if c not in before.get(name, set())}
     if "FORMAT" in before.get(name, set()):
         new.discard("FORMAT")  # the input was not formatted either
-    known = KNOWN.get(key, set())
-    assert new <= known, f"ruff findings the fix added: {sorted(new - known)}"
-    if known and not (new & known):
-        pytest.fail(f"{key} no longer adds {sorted(known)}: remove it from KNOWN")
+    assert not new, f"{key}: ruff findings the fix added: {sorted(new)}"
 
 
 def _fix(tmp_path: Path, rel: str, src: str, extra: Dict[str, str] = ()) -> str:

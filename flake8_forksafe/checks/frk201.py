@@ -86,9 +86,10 @@ class DS(Dataset):
         return self.transform(i)
 """,
             """
+import functools
+
 import torchvision.transforms as T
 from torch.utils.data import Dataset
-import functools
 
 
 def _transform_lambda(x, *, scale):

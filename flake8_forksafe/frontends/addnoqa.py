@@ -11,19 +11,15 @@ from __future__ import annotations
 
 import codecs
 import io
-import re
 import sys
 import tokenize
 from collections import defaultdict
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Sequence, Set, Tuple
 
 from flake8_forksafe.config import SYNTAX_ERROR
 from flake8_forksafe.model import Finding, SourceError
-from flake8_forksafe.noqa import NOQA_INLINE
+from flake8_forksafe.noqa import merged_noqa, with_noqa
 from flake8_forksafe.source import decode
-
-_CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
-
 
 def commentable_lines(text: str) -> Tuple[Set[int], Dict[int, tokenize.TokenInfo]]:
     """(lines whose end cannot take a comment, the comment token of each line that has one)."""
@@ -39,15 +35,6 @@ def commentable_lines(text: str) -> Tuple[Set[int], Dict[int, tokenize.TokenInfo
         if i not in comments and line.rstrip().endswith("\\"):
             blocked.add(i)  # a backslash continuation: nothing may follow it
     return blocked, comments
-
-
-def _merged(existing: Optional[str], codes: Sequence[str]) -> str:
-    old = _CODE.findall(existing or "")
-    seen: List[str] = []
-    for c in [*old, *codes]:
-        if c.upper() not in (s.upper() for s in seen):
-            seen.append(c)
-    return "# noqa: " + ", ".join(seen)
 
 
 def add_noqa_text(text: str, findings: Sequence[Finding]) -> Tuple[str, int, List[Tuple[Finding, str]]]:
@@ -76,20 +63,9 @@ def add_noqa_text(text: str, findings: Sequence[Finding]) -> Tuple[str, int, Lis
         tok = comments.get(line_no)
         if tok is not None:
             col = tok.start[1]
-            comment = body[col:]
-            match = NOQA_INLINE.search(comment)
-            if match is not None and not match.group("codes"):
-                continue  # a bare `# noqa` already silences the line
-            if match is not None:
-                rest = comment[match.end():]
-                if rest and not rest[0].isspace():
-                    rest = " " + rest  # the match took the space after the last code
-                new_comment = comment[: match.start()] + _merged(match.group("codes"), codes) + rest
-            else:
-                new_comment = comment.rstrip() + "  " + _merged(None, codes)
-            new_body = body[:col] + new_comment
+            new_body = body[:col] + with_noqa(body[col:], codes)
         else:
-            new_body = body.rstrip() + "  " + _merged(None, codes)
+            new_body = body.rstrip() + "  " + merged_noqa(codes)
         if new_body != body:
             lines[line_no - 1] = new_body + ending
             changed += 1

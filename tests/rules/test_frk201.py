@@ -180,8 +180,9 @@ def test_captured_locals_become_keyword_only_parameters():
         """
     assert fixed(src) == textwrap.dedent(
         """
-        from torch.utils.data import DataLoader
         import functools
+
+        from torch.utils.data import DataLoader
 
 
         def _collate_fn(b, *extra, scale, pad):
@@ -284,7 +285,6 @@ def test_local_import_is_repeated_and_module_names_are_not_bound():
 
 
         def make(ds):
-            import numpy as np
             return DataLoader(ds, num_workers=2, collate_fn=_collate_fn)
         """
     )

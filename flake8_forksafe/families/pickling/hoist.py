@@ -876,7 +876,7 @@ class Hoister(cst.CSTTransformer):
     - ``remove``: ids of statements (nested defs/classes) removed from their block;
     - ``rename[id(name_node)] = new``: Name nodes renamed;
     - ``insert[index] = [statements]``: new statements placed before ``module.body[index]``;
-    - ``need_functools``: add ``import functools`` after the imports block.
+    - ``need_functools``: add ``import functools`` where isort would put it (``edit.ensure_imports``).
     """
 
     def __init__(self) -> None:
@@ -934,10 +934,12 @@ class Hoister(cst.CSTTransformer):
                     body.append(n.with_changes(leading_lines=lead + list(own_comments)))
                 stmt = stmt.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()] + list(comments))
             body.append(stmt)
-        if self.need_functools:
-            at = import_insert_index(body)
-            body.insert(at, cst.SimpleStatementLine([cst.Import(names=[cst.ImportAlias(cst.Name("functools"))])]))
-        return updated_node.with_changes(body=body)
+        module = updated_node.with_changes(body=body)
+        if self.need_functools:  # in its isort group, as the file orders it
+            from flake8_forksafe.edit import ensure_imports
+
+            module = ensure_imports(module, ["functools"])
+        return module
 
 
 def _split_leading(lines: Sequence[cst.EmptyLine]) -> Tuple[List[cst.EmptyLine], List[cst.EmptyLine]]:
