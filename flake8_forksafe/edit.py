@@ -611,3 +611,77 @@ def drop_orphaned_local_imports(before: cst.Module, after: cst.Module) -> cst.Mo
 
 def _one(small: Union[cst.Import, cst.ImportFrom], alias: cst.ImportAlias) -> Union[cst.Import, cst.ImportFrom]:
     return small.with_changes(names=[alias])
+
+
+# --------------------------------------------------------------------------------------------------
+# lines a fix made too long
+
+
+def wrap_long_lines(module: cst.Module, lines: Set[int], width: int) -> str:
+    """The code of ``module`` with each of ``lines`` (1-based) that is longer than ``width`` split as ruff's
+    formatter splits it: the outermost call that starts and ends on the line gets its arguments on
+    the next line, indented one level (one argument per line, with a trailing comma, when they do not
+    fit on one), the closing parenthesis on a line of its own with what followed it (``,``, the
+    comment); a line of a call that already spans lines breaks before the first argument that does
+    not fit. Lines without such a call, or still too long, are left as they are."""
+    src = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", module.code)  # libcst's lines, not str.splitlines
+    long = {n for n in lines if 0 < n <= len(src) and len(src[n - 1].rstrip("\r\n")) > width}
+    if not long:
+        return module.code
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    best: Dict[int, cst.Call] = {}
+    for node, pos in positions.items():
+        if not isinstance(node, cst.Call) or not node.args or pos.start.line != pos.end.line:
+            continue
+        n = pos.start.line
+        if n in long and (n not in best or pos.start.column < positions[best[n]].start.column):
+            best[n] = node
+    # a line inside a call that spans lines (aligned or hanging arguments): a break before the
+    # first argument that does not fit, the rest aligned with the line's first argument
+    split_at: Dict[int, List[int]] = {}
+    for node, pos in positions.items():
+        if not isinstance(node, cst.Call) or pos.start.line == pos.end.line:
+            continue
+        for n in long - set(best):
+            on_line = [positions[a] for a in node.args if positions[a].start.line == n]
+            if len(on_line) >= 2 and all(p.end.line == n for p in on_line):
+                split_at[n] = [p.start.column for p in on_line]
+    newline = module.default_newline
+    for n, cols in split_at.items():
+        raw = src[n - 1]
+        line = raw.rstrip("\r\n")
+        fits = [c for c in cols[1:] if len(line[:c].rstrip()) <= width]
+        if not fits:
+            continue
+        cut = fits[-1]
+        rest = " " * cols[0] + line[cut:]
+        if len(rest) > width:
+            continue
+        src[n - 1] = line[:cut].rstrip() + newline + rest + raw[len(line):]
+    if not best:
+        return "".join(src)
+    indent_unit = module.default_indent
+    for n, call in sorted(best.items(), reverse=True):
+        pos = positions[call]
+        raw = src[n - 1]
+        line = raw.rstrip("\r\n")
+        ending = raw[len(line):]
+        indent = line[: len(line) - len(line.lstrip())]
+        inner = indent + indent_unit
+        head = line[: pos.end.column]
+        open_at = pos.start.column + len(module.code_for_node(call.func)) + len(
+            module.code_for_node(call.whitespace_after_func)
+        )
+        if line[open_at: open_at + 1] != "(":
+            continue
+        args = [module.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip() for a in call.args]
+        one = inner + ", ".join(args)
+        if len(one) <= width:
+            middle = [one]
+        else:
+            middle = [inner + a + "," for a in args]
+            if any(len(m) > width for m in middle):
+                continue
+        new = [head[: open_at + 1]] + middle + [indent + ")" + line[pos.end.column:]]
+        src[n - 1] = newline.join(new) + (ending or "")
+    return "".join(src)

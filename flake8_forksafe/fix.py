@@ -24,16 +24,24 @@ from typing import Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from flake8_forksafe.config import Config
 from flake8_forksafe.edit import drop_orphaned_local_imports, retarget_imports
-from flake8_forksafe.engine import analyse, check_source, could_have_findings, enabled_rules, locate, run_rules
+from flake8_forksafe.engine import (
+    analyse,
+    check_source,
+    could_have_findings,
+    enabled_rules,
+    locate,
+    run_rules,
+)
+from flake8_forksafe.families.style import line_length
 from flake8_forksafe.model import SAFE, UNSAFE, Finding, Rule, SourceError
 from flake8_forksafe.prefilter import split_lines
 from flake8_forksafe.source import decode, encode, encoding_of
 
 MAX_ROUNDS = 12
-# fixes taken before the others in a round: the main-guard fix moves whole statements into the guard,
-# where the start-method rules no longer apply (FRK402 would first move a `set_start_method` call
-# above the torch import, with `# noqa: E402` on the imports after it, only for FRK401 to move it
-# into the guard in the next round, leaving those comments and a split import block behind)
+# fixes taken before the others in a round: the main-guard fix moves whole statements into the
+# guard, where the start-method rules no longer apply (FRK402 would first move a `set_start_method`
+# call above the torch import, with noqa comments for E402 on the imports after it, only for FRK401
+# to move it into the guard in the next round, leaving those comments and a split import block)
 FIX_FIRST = ("FRK401",)
 
 
@@ -164,6 +172,7 @@ def fix_rounds(
     if select is not None:
         select = tuple(select)
         fixers &= {f.code for f in before if f.code.startswith(select)}
+    width = line_length(path)
     for _ in range(MAX_ROUNDS):
         todo = rnd.fixable(unsafe, fixers)
         if not todo:
@@ -176,9 +185,11 @@ def fix_rounds(
             try:
                 # added code uses the names its imports really have; a local import whose uses the
                 # fix moved away (with their own copy of it) goes (ruff F401)
+                # and the lines it made too long are split
                 module = rnd.analysis.module
                 fixed = retarget_imports(module, rule.fix(rnd.analysis, reports))
-                new_text = drop_orphaned_local_imports(module, fixed).code
+                fixed = drop_orphaned_local_imports(module, fixed)
+                new_text = _wrapped(rnd.text, fixed, width) if fixed is not module else rnd.text
             except NotImplementedError:
                 fixers.discard(rule.code)
                 continue
@@ -218,6 +229,29 @@ def fix_rounds(
                 continue
         rnd = nxt
     return rnd.text, before, rnd.findings
+
+
+def _wrapped(old_text: str, fixed, width: int) -> str:
+    """The code of the rewritten module ``fixed`` with the lines the rewrite made longer than the
+    project's line length split (ruff E501): lines it added or changed where the lines they replace
+    were all within the width (a line that was too long already keeps the user's layout)."""
+    from flake8_forksafe.edit import wrap_long_lines
+
+    text = fixed.code
+    lines = split_lines(text)
+    if all(len(line.rstrip("\r\n")) <= width for line in lines):
+        return text
+    old = split_lines(old_text)
+    changed: Set[int] = set()
+    sm = difflib.SequenceMatcher(None, old, lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal" or any(len(line.rstrip("\r\n")) > width for line in old[i1:i2]):
+            continue
+        changed.update(n + 1 for n in range(j1, j2) if len(lines[n].rstrip("\r\n")) > width)
+    if not changed:
+        return text
+    wrapped = wrap_long_lines(fixed, changed, width)
+    return wrapped if wrapped == text or _compiles(wrapped) else text
 
 
 def _next(text: str, path: str, config: Config, rules: Sequence[Rule]) -> Optional[_Round]:

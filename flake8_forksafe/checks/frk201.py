@@ -98,7 +98,9 @@ def _transform_lambda(x, *, scale):
 
 class DS(Dataset):
     def __init__(self, scale):
-        self.transform = T.Lambda(functools.partial(_transform_lambda, scale=scale))  # FRK201: 34
+        self.transform = T.Lambda(
+            functools.partial(_transform_lambda, scale=scale)
+        )  # FRK201: 34
 
     def __getitem__(self, i):
         return self.transform(i)
