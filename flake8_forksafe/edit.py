@@ -610,7 +610,10 @@ def drop_orphaned_local_imports(before: cst.Module, after: cst.Module) -> cst.Mo
 
 
 def _one(small: Union[cst.Import, cst.ImportFrom], alias: cst.ImportAlias) -> Union[cst.Import, cst.ImportFrom]:
-    return small.with_changes(names=[alias])
+    one = alias.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    if isinstance(small, cst.ImportFrom):
+        return small.with_changes(names=[one], lpar=None, rpar=None)
+    return small.with_changes(names=[one])
 
 
 # --------------------------------------------------------------------------------------------------

@@ -264,3 +264,136 @@ def test_runtime_fixed_copy_is_the_fix_output(name):
     src = root / f"{name}.py"
     res = fix_source(src.read_text(), str(src), Config(select=("FRK101",)))
     assert res.source == (root / "fixed" / f"{name}.py").read_text()
+
+
+# --------------------------------------------------------------------------------------------------
+# imports, E402 and long lines: the fixes' own layout, checked with ruff where it is installed
+
+
+def _ruff_new(tmp_path: Path, before: str, after: str) -> Set[str]:
+    """ruff codes (E,W,F,I and FORMAT) ``after`` has that ``before`` has not."""
+    ruff = _ruff()
+    for name, text in (("before", before), ("after", after)):
+        (tmp_path / name).mkdir(exist_ok=True)
+        (tmp_path / name / "m.py").write_text(text)
+    old = _findings(ruff, tmp_path / "before").get("m.py", set())
+    return _findings(ruff, tmp_path / "after").get("m.py", set()) - old
+
+
+def test_readme_example_fixed_passes_ruff(tmp_path):
+    """The README's example: every fix (unsafe included), then ruff: nothing new. The start-method
+    call goes under the guard with the loop (FRK401's fix first), not above the torch import."""
+    example = Path(__file__).resolve().parent.parent / "docs" / "examples" / "train_lmdb.py"
+    src = example.read_text()
+    out = fix_source(src, str(tmp_path / "train_lmdb.py"), ALL, unsafe=True).source
+    assert 'if __name__ == "__main__":\n    mp.set_start_method("spawn")\n' in out
+    assert "noqa" not in out
+    assert _ruff_new(tmp_path, src, out) == set()
+
+
+FRK402_SRC = """\
+import os
+import torch  # noqa: F401
+from torch.utils.data import (  # data
+    DataLoader,
+)
+import torch.multiprocessing as mp  # noqa
+
+mp.set_start_method("spawn")
+print(os.getpid(), DataLoader)
+"""
+
+
+def test_frk402_fix_marks_the_imports_after_the_call_and_passes_ruff(tmp_path):
+    out = fix_source(FRK402_SRC, "job.py", Config(select=("FRK402",))).source
+    assert out == (
+        "import multiprocessing\n"
+        "import os\n"
+        "\n"
+        'multiprocessing.set_start_method("spawn", force=True)\n'
+        "\n"
+        "import torch  # noqa: F401, E402\n"
+        "from torch.utils.data import (  # data  # noqa: E402\n"
+        "    DataLoader,\n"
+        ")\n"
+        "\n"
+        "print(os.getpid(), DataLoader)\n"
+    )
+    assert _ruff_new(tmp_path, FRK402_SRC, out) == set()
+
+
+def test_frk402_noqa_stops_at_the_first_statement_that_is_code():
+    src = "import torch\nX = 1\nimport numpy\nimport multiprocessing as mp\nmp.set_start_method('spawn')\n"
+    out = fix_source(src, "job.py", Config(select=("FRK402",))).source
+    assert "import torch  # noqa: E402\nX = 1\nimport numpy\n" in out  # numpy came after code already
+
+
+def test_a_local_import_left_unused_goes_one_still_used_stays(tmp_path):
+    src = """\
+from torch.utils.data import DataLoader
+
+
+def make(ds):
+    import math
+    import numpy as np  # kept: a comment of its own
+
+    import json, random
+
+    print(math.pi, json.dumps(1))
+    return DataLoader(ds, num_workers=2, collate_fn=lambda b: np.stack(b) * random.random())
+"""
+    out = fix_source(src, "t.py", Config(select=("FRK201",))).source
+    assert out.endswith(
+        "def make(ds):\n"
+        "    import math\n"
+        "    import numpy as np  # kept: a comment of its own\n"
+        "\n"
+        "    import json\n"
+        "\n"
+        "    print(math.pi, json.dumps(1))\n"
+        "    return DataLoader(ds, num_workers=2, collate_fn=_collate_fn)\n"
+    )
+    assert "def _collate_fn(b):\n    import numpy as np\n    import random\n" in out
+
+
+def test_an_import_that_was_unused_before_the_fix_is_left_alone():
+    src = """\
+from torch.utils.data import DataLoader
+
+
+def make(ds):
+    import numpy as np
+    import os
+    return DataLoader(ds, num_workers=2, collate_fn=lambda b: np.stack(b))
+"""
+    out = fix_source(src, "t.py", Config(select=("FRK201",))).source
+    assert "def make(ds):\n    import os\n    return DataLoader" in out
+
+
+@pytest.mark.parametrize("config, split", [("", True), ("[tool.ruff]\nline-length = 120\n", False)])
+def test_a_line_the_fix_made_too_long_is_split_within_the_project_line_length(tmp_path, config, split):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n" + config)
+    src = (
+        "from torch.utils.data import DataLoader\n\n\n"
+        "def make(ds, pad):\n"
+        "    return DataLoader(ds, num_workers=2, collate_fn=lambda b: [x + pad for x in b])\n"
+    )
+    out = fix_source(src, str(tmp_path / "m.py"), Config(select=("FRK201",))).source
+    one = "    return DataLoader(ds, num_workers=2, collate_fn=functools.partial(_collate_fn, pad=pad))\n"
+    wrapped = (
+        "    return DataLoader(\n"
+        "        ds, num_workers=2, collate_fn=functools.partial(_collate_fn, pad=pad)\n"
+        "    )\n"
+    )
+    assert (wrapped if split else one) in out
+    assert fix_source(out, str(tmp_path / "m.py"), Config(select=("FRK201",))).changed is False
+
+
+def test_a_line_already_too_long_keeps_its_layout():
+    src = (
+        "from torch.utils.data import DataLoader\n\n\n"
+        "def make(ds, pad_value, a_rather_long_argument_name=None, another_long_one=None):\n"
+        "    return DataLoader(ds, num_workers=2, collate_fn=lambda b: [x + pad_value for x in b], timeout=0)\n"
+    )
+    out = fix_source(src, "m.py", Config(select=("FRK201",))).source
+    assert "    return DataLoader(ds, num_workers=2, collate_fn=functools.partial(_collate_fn, pad_value=pad_value), timeout=0)\n" in out
