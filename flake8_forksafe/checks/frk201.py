@@ -12,6 +12,7 @@ import libcst as cst
 
 from flake8_forksafe.analysis import Analysis
 from flake8_forksafe.families.pickling.facts import LOADER_CALLABLES, SPAWN_HINT, collect, lambda_tops
+from flake8_forksafe.families.pickling.notebook import notebook_definitions
 from flake8_forksafe.families.pickling.plans import lambda_plan
 from flake8_forksafe.model import SAFE, Example, Report, Rule
 
@@ -144,6 +145,11 @@ class DS(Dataset):
         if not a.lambdas:
             return
         found = collect(a, ("lambda",), [k for k, _ in LOADER_CALLABLES], extra=("attribute_stores",))
+        if found and a.interactive_main:
+            # one finding per hazard: in a notebook a lambda that reaches workers is FRK405's (a
+            # module-level def in the notebook would be just as unreachable for spawn workers)
+            in_notebook = notebook_definitions(a)
+            found = [lw for lw in found if id(lw[0].node) not in in_notebook]
         if not found:
             return
         order = {id(lam): i for i, (lam, _, _) in enumerate(a.lambdas)}
