@@ -65,7 +65,9 @@ Edit = Tuple[int, int, List[str]]  # replace lines [i1, i2) of the round's text 
 class _Round:
     """One analysis of one text: its findings and what its rules want to fix."""
 
-    def __init__(self, text: str, path: str, config: Config, rules: Sequence[Rule]) -> None:
+    def __init__(
+        self, text: str, path: str, config: Config, rules: Sequence[Rule], interactive: Optional[bool] = None
+    ) -> None:
         self.text = text
         self.findings: List[Finding] = []
         self.todo: List[Tuple[Rule, List]] = []  # (rule, its fixable reports), by earliest finding
@@ -75,7 +77,7 @@ class _Round:
         from flake8_forksafe.notebook import is_jupytext
 
         # raises SourceError: the caller decides; a jupytext notebook gets no FRK401 guard
-        a = analyse(text, config, path, interactive=is_jupytext(text))
+        a = analyse(text, config, path, interactive=is_jupytext(text) if interactive is None else interactive)
         self.analysis = a
         located = locate(a, run_rules(a, rules), path, text)
         self.findings = [f for f, _, _ in located]
@@ -161,12 +163,14 @@ def fix_rounds(
     select: Optional[Iterable[str]] = None,
     errors: Optional[List[str]] = None,
     notes: Optional[List[str]] = None,
+    interactive: Optional[bool] = None,
 ) -> Tuple[str, List[Finding], List[Finding]]:
     """The fixing loop on decoded text (no BOM): (fixed text, findings before, findings remaining).
     ``select``: code prefixes; only the selected codes found in the text before are fixed.
+    ``interactive``: the text is a notebook's code (None: a jupytext notebook is one).
     Raises SourceError when ``text`` itself cannot be analysed."""
     rules = enabled_rules(config)
-    rnd = _Round(text, path, config, rules)
+    rnd = _Round(text, path, config, rules, interactive)
     before = rnd.findings
     fixers = {r.code for r in rules if r.fix_applicability}
     if select is not None:
@@ -219,10 +223,10 @@ def fix_rounds(
         if len(taken) > 1:
             merged = _apply(old, [e for _, edits, _ in taken for e in edits])
             if _compiles(merged):
-                nxt = _next(merged, path, config, rules)
+                nxt = _next(merged, path, config, rules, interactive)
         if nxt is None:  # one rewrite, or the merged ones do not parse: the first alone (it compiles)
             rule, _, new_text = taken[0]
-            nxt = _next(new_text, path, config, rules)
+            nxt = _next(new_text, path, config, rules, interactive)
             if nxt is None:
                 fixers.discard(rule.code)
                 _declined(rule, rnd.text, notes)
@@ -254,9 +258,11 @@ def _wrapped(old_text: str, fixed, width: int) -> str:
     return wrapped if wrapped == text or _compiles(wrapped) else text
 
 
-def _next(text: str, path: str, config: Config, rules: Sequence[Rule]) -> Optional[_Round]:
+def _next(
+    text: str, path: str, config: Config, rules: Sequence[Rule], interactive: Optional[bool] = None
+) -> Optional[_Round]:
     try:
-        return _Round(text, path, config, rules)
+        return _Round(text, path, config, rules, interactive)
     except SourceError:
         return None
 
