@@ -1,9 +1,10 @@
 """``forksafe check --add-noqa``: a ``# noqa: CODE`` on the line of every current finding (a baseline).
 
 A comment goes at the end of the reported line when that line ends where a comment may start: not
-inside a (multi-line) string and not after a ``\\`` continuation. Otherwise the finding is listed as
-skipped (the comment would change the string, or not parse). An existing ``# noqa: X`` on the line
-gets the new codes merged in; other comments stay. Encoding, BOM and line endings are kept, the file
+inside a (multi-line) string and not after a ``\\`` continuation. Otherwise it goes at the end of
+the last line of the lines flake8 reads together for a ``# noqa`` (the string's or continuation's
+last line; ``check`` reads them the same way), and a finding with no such line is listed as
+skipped. An existing ``# noqa: X`` on the line gets the new codes merged in; other comments stay. Encoding, BOM and line endings are kept, the file
 is written atomically, and a second run changes nothing (every finding is then suppressed).
 """
 
@@ -18,7 +19,8 @@ from typing import Dict, List, Sequence, Set, Tuple
 
 from flake8_forksafe.config import SYNTAX_ERROR
 from flake8_forksafe.model import Finding, SourceError
-from flake8_forksafe.noqa import merged_noqa, with_noqa
+from flake8_forksafe.noqa import merged_noqa, noqa_ranges, with_noqa
+from flake8_forksafe.prefilter import split_lines
 from flake8_forksafe.source import decode
 
 def commentable_lines(text: str) -> Tuple[Set[int], Dict[int, tokenize.TokenInfo]]:
@@ -45,14 +47,20 @@ def add_noqa_text(text: str, findings: Sequence[Finding]) -> Tuple[str, int, Lis
         blocked, comments = commentable_lines(text)
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return text, 0, [(f, "the file does not tokenize") for f in findings]
+    ranges = noqa_ranges(text)
     for f in findings:
+        line = f.line
+        if line in blocked and line in ranges:
+            # the line ends inside a string or after a backslash: the comment goes at the end of
+            # the lines flake8 (and `check`) read together with it for a noqa
+            line = ranges[line][1]
         if f.code == SYNTAX_ERROR:
             skipped.append((f, "a syntax error is not baselined; fix the file"))
-        elif f.line in blocked:
+        elif line in blocked:
             skipped.append((f, "the line ends inside a string or after a backslash; a comment would change the code"))
-        elif f.code not in by_line[f.line]:
-            by_line[f.line].append(f.code)
-    lines = text.splitlines(keepends=True)
+        elif f.code not in by_line[line]:
+            by_line[line].append(f.code)
+    lines = split_lines(text)  # the lines Python counts: not str.splitlines (\f, \u2028...)
     changed = 0
     for line_no, codes in sorted(by_line.items()):
         if not (0 < line_no <= len(lines)):
