@@ -21,7 +21,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
-from flake8_forksafe.analysis import comp_fors, is_docstring
+from flake8_forksafe.analysis import comp_fors
 
 COMPS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef) + COMPS
@@ -771,26 +771,6 @@ def partial_reference(module: cst.Module) -> Tuple[cst.BaseExpression, bool]:
                         local = alias.asname.name.value if alias.asname is not None else "partial"
                         return cst.Name(local), False
     return cst.Attribute(cst.Name("functools"), cst.Name("partial")), True
-
-
-def _is_import_line(stmt: cst.CSTNode) -> bool:
-    return isinstance(stmt, cst.SimpleStatementLine) and all(
-        isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
-    )
-
-
-def import_insert_index(body: Sequence[cst.CSTNode]) -> int:
-    """After the module's first run of import lines (after a docstring and ``from __future__``), or
-    after the docstring when the module imports nothing before its first definition."""
-    start = 1 if body and is_docstring(body[0]) else 0
-    for k in range(start, len(body)):
-        if _is_import_line(body[k]):
-            while k < len(body) and _is_import_line(body[k]):
-                k += 1
-            return k
-        if isinstance(body[k], (cst.FunctionDef, cst.ClassDef)):
-            break
-    return start
 
 
 # --------------------------------------------------------------------------------------------------
