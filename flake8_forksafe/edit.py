@@ -326,7 +326,7 @@ def _leading_blanks(lines: Sequence[cst.EmptyLine]) -> int:
     return sum(1 for x in lines if x.comment is None)
 
 
-ADDED_IMPORTS = ("os", "torch")  # the modules fixes add imports of
+ADDED_IMPORTS = ("os", "torch", "functools")  # the modules fixes add imports of
 
 
 def retarget_imports(before: cst.Module, after: cst.Module) -> cst.Module:
@@ -448,3 +448,243 @@ def line_comments(line: cst.SimpleStatementLine) -> List[cst.Comment]:
 
 def with_blank_line(stmt: cst.BaseStatement) -> cst.BaseStatement:
     return stmt.with_changes(leading_lines=[cst.EmptyLine(indent=False)])  # type: ignore[call-arg]
+
+
+# --------------------------------------------------------------------------------------------------
+# local imports a fix left unused
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node).strip().rstrip(";").strip()
+
+
+class _ReadNames(cst.CSTVisitor):
+    """Names read in a node: not the names imports bind, attribute names or keyword names."""
+
+    def __init__(self) -> None:
+        self.names: Set[str] = set()
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+def _local_imports(module: cst.Module) -> Dict[tuple, bool]:
+    """(function path, import code, bound name) -> whether the function (nested code included)
+    reads the name, for every import inside a function body."""
+    out: Dict[tuple, bool] = {}
+    path: List[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            path.append(node.name.value)
+
+        def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+            path.pop()
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            path.append(node.name.value)
+            imports: List[Union[cst.Import, cst.ImportFrom]] = []
+
+            class Own(cst.CSTVisitor):  # the function's own imports, not those of nested defs
+                def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
+                    return False
+
+                def visit_ClassDef(self, inner: cst.ClassDef) -> bool:
+                    return False
+
+                def visit_Import(self, imp: cst.Import) -> None:
+                    imports.append(imp)
+
+                def visit_ImportFrom(self, imp: cst.ImportFrom) -> None:
+                    if not isinstance(imp.names, cst.ImportStar):
+                        imports.append(imp)
+
+            node.body.visit(Own())
+            if not imports:
+                return
+            reads = _ReadNames()
+            node.body.visit(reads)
+            for imp in imports:
+                for name in _bound_by_import(imp):
+                    head = name.split(".")[0]
+                    out[(tuple(path), _code(imp), head)] = head in reads.names
+
+        def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+            path.pop()
+
+    module.visit(V())
+    return out
+
+
+def drop_orphaned_local_imports(before: cst.Module, after: cst.Module) -> cst.Module:
+    """``after`` without the names of function-level imports that its function read in ``before``
+    and no longer reads (a fix moved the code that used them, with its own copy of the import):
+    the import is dropped, or just that name of it. An import line with a comment of its own stays."""
+    old = _local_imports(before)
+    if not any(old.values()):
+        return after
+    orphans = {k for k, used in _local_imports(after).items() if not used and old.get(k)}
+    if not orphans:
+        return after
+    path: List[str] = []
+    gone: Set[int] = set()
+
+    def keep(small: cst.BaseSmallStatement) -> Optional[cst.BaseSmallStatement]:
+        if not isinstance(small, (cst.Import, cst.ImportFrom)) or isinstance(small.names, cst.ImportStar):
+            return small
+        key = (tuple(path), _code(small))
+        names = [a for a in small.names if key + (_bound_by_import(_one(small, a))[0].split(".")[0],) not in orphans]
+        if len(names) == len(small.names):
+            return small
+        if not names:
+            return None
+        names[-1] = names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return small.with_changes(names=names)
+
+    class T(cst.CSTTransformer):
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            path.append(node.name.value)
+
+        def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
+            path.pop()
+            return updated_node
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            path.append(node.name.value)
+
+        def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+            path.pop()
+            return updated_node
+
+        def leave_SimpleStatementLine(
+            self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+        ) -> cst.SimpleStatementLine:
+            if not path or updated_node.trailing_whitespace.comment is not None:
+                return updated_node
+            body = [k for k in (keep(s) for s in updated_node.body) if k is not None]
+            if len(body) == len(updated_node.body) and all(a is b for a, b in zip(body, updated_node.body)):
+                return updated_node
+            if not body:
+                gone.add(id(original_node))
+                return updated_node
+            body[-1] = body[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+            return updated_node.with_changes(body=body)
+
+        def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock):
+            if not any(id(s) in gone for s in original_node.body):
+                return updated_node
+            body: List[cst.BaseStatement] = []
+            carry: List[cst.EmptyLine] = []
+            dropped_first = False
+            for i, (o, u) in enumerate(zip(original_node.body, updated_node.body)):
+                if id(o) in gone:
+                    carry += [e for e in u.leading_lines if e.comment is not None]
+                    dropped_first = dropped_first or not body
+                    continue
+                lines = list(u.leading_lines)
+                if dropped_first and not body:  # the block now starts here: no blank line after its header
+                    lines = [e for e in lines if e.comment is not None]
+                if carry or lines != list(u.leading_lines):
+                    u = u.with_changes(leading_lines=carry + lines)
+                    carry = []
+                body.append(u)
+            if not body:
+                body = [cst.SimpleStatementLine([cst.Pass()], leading_lines=carry)]
+            return updated_node.with_changes(body=body)
+
+    return after.visit(T())
+
+
+def _one(small: Union[cst.Import, cst.ImportFrom], alias: cst.ImportAlias) -> Union[cst.Import, cst.ImportFrom]:
+    one = alias.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    if isinstance(small, cst.ImportFrom):
+        return small.with_changes(names=[one], lpar=None, rpar=None)
+    return small.with_changes(names=[one])
+
+
+# --------------------------------------------------------------------------------------------------
+# lines a fix made too long
+
+
+def wrap_long_lines(module: cst.Module, lines: Set[int], width: int) -> str:
+    """The code of ``module`` with each of ``lines`` (1-based) that is longer than ``width`` split as ruff's
+    formatter splits it: the outermost call that starts and ends on the line gets its arguments on
+    the next line, indented one level (one argument per line, with a trailing comma, when they do not
+    fit on one), the closing parenthesis on a line of its own with what followed it (``,``, the
+    comment); a line of a call that already spans lines breaks before the first argument that does
+    not fit. Lines without such a call, or still too long, are left as they are."""
+    src = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", module.code)  # libcst's lines, not str.splitlines
+    long = {n for n in lines if 0 < n <= len(src) and len(src[n - 1].rstrip("\r\n")) > width}
+    if not long:
+        return module.code
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    best: Dict[int, cst.Call] = {}
+    for node, pos in positions.items():
+        if not isinstance(node, cst.Call) or not node.args or pos.start.line != pos.end.line:
+            continue
+        n = pos.start.line
+        if n in long and (n not in best or pos.start.column < positions[best[n]].start.column):
+            best[n] = node
+    # a line inside a call that spans lines (aligned or hanging arguments): a break before the
+    # first argument that does not fit, the rest aligned with the line's first argument
+    split_at: Dict[int, List[int]] = {}
+    for node, pos in positions.items():
+        if not isinstance(node, cst.Call) or pos.start.line == pos.end.line:
+            continue
+        for n in long - set(best):
+            on_line = [positions[a] for a in node.args if positions[a].start.line == n]
+            if len(on_line) >= 2 and all(p.end.line == n for p in on_line):
+                split_at[n] = [p.start.column for p in on_line]
+    newline = module.default_newline
+    for n, cols in split_at.items():
+        raw = src[n - 1]
+        line = raw.rstrip("\r\n")
+        fits = [c for c in cols[1:] if len(line[:c].rstrip()) <= width]
+        if not fits:
+            continue
+        cut = fits[-1]
+        rest = " " * cols[0] + line[cut:]
+        if len(rest) > width:
+            continue
+        src[n - 1] = line[:cut].rstrip() + newline + rest + raw[len(line):]
+    if not best:
+        return "".join(src)
+    indent_unit = module.default_indent
+    for n, call in sorted(best.items(), reverse=True):
+        pos = positions[call]
+        raw = src[n - 1]
+        line = raw.rstrip("\r\n")
+        ending = raw[len(line):]
+        indent = line[: len(line) - len(line.lstrip())]
+        inner = indent + indent_unit
+        head = line[: pos.end.column]
+        open_at = pos.start.column + len(module.code_for_node(call.func)) + len(
+            module.code_for_node(call.whitespace_after_func)
+        )
+        if line[open_at: open_at + 1] != "(":
+            continue
+        args = [module.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip() for a in call.args]
+        one = inner + ", ".join(args)
+        if len(one) <= width:
+            middle = [one]
+        else:
+            middle = [inner + a + "," for a in args]
+            if any(len(m) > width for m in middle):
+                continue
+        new = [head[: open_at + 1]] + middle + [indent + ")" + line[pos.end.column:]]
+        src[n - 1] = newline.join(new) + (ending or "")
+    return "".join(src)

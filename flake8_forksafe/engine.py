@@ -13,7 +13,7 @@ from flake8_forksafe import prefilter
 from flake8_forksafe.prefilter import gate as prefilter_gate
 from flake8_forksafe.config import Config
 from flake8_forksafe.model import Finding, Report, Rule, SourceError
-from flake8_forksafe.noqa import file_noqa, noqa_suppresses
+from flake8_forksafe.noqa import file_noqa, noqa_ranges, suppressed
 from flake8_forksafe.source import decode, parse
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -210,15 +210,23 @@ def locate(
     """Give each report its position; drop the ones a ``# noqa`` comment suppresses (when text given).
     ``line_map`` gives the original line of each line of a reduced module (``slicing.reduce``)."""
     pos = positions(a.module)
-    lines = text.splitlines() if text is not None else []
+    # the lines Python counts (str.splitlines also breaks at \f, \u2028...: the wrong line's noqa)
+    lines = prefilter.split_lines(text) if text is not None else []
     if text is not None and file_noqa(lines):
         return []
+    spans: List[dict] = []
+
+    def ranges() -> dict:  # tokenized once, only when a finding's own line has no noqa for it
+        if not spans:
+            spans.append(noqa_ranges(text or ""))
+        return spans[0]
+
     out = []
     for rule, rep in found:
         line, col, end_line, end_col = node_start(pos, rep.node)
         if line_map is not None:
             line, end_line = line_map[line - 1], line_map[end_line - 1]
-        if text is not None and 0 < line <= len(lines) and noqa_suppresses(lines[line - 1], rule.code):
+        if text is not None and suppressed(lines, line, rule.code, ranges):
             continue
         finding = Finding(
             path=path,

@@ -2,9 +2,9 @@
 
 Each round parses the current text once (libcst), runs every enabled rule on that one analysis and
 asks each rule with fixable findings for its rewrite of the module, rules taken in the order of their
-earliest finding. The rewrites are compared with the round's text line by line: every rewrite whose
-changed lines touch top-level statements that no rewrite taken before it in this round touches is
-applied in this round (ruff's non-overlap rule: an insertion between two statements touches both
+earliest finding (the main-guard fix, FRK401, first: see ``FIX_FIRST``). The rewrites are compared
+with the round's text line by line: every rewrite whose changed lines touch top-level statements
+that no rewrite taken before it in this round touches is applied in this round (ruff's non-overlap rule: an insertion between two statements touches both
 neighbours); the others wait for the next round. The findings of the first round are the file's
 findings before the fix, those of the last round the findings that remain.
 
@@ -23,13 +23,26 @@ from dataclasses import dataclass, field
 from typing import Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from flake8_forksafe.config import Config
-from flake8_forksafe.edit import retarget_imports
-from flake8_forksafe.engine import analyse, check_source, could_have_findings, enabled_rules, locate, run_rules
+from flake8_forksafe.edit import drop_orphaned_local_imports, retarget_imports
+from flake8_forksafe.engine import (
+    analyse,
+    check_source,
+    could_have_findings,
+    enabled_rules,
+    locate,
+    run_rules,
+)
+from flake8_forksafe.families.style import line_length
 from flake8_forksafe.model import SAFE, UNSAFE, Finding, Rule, SourceError
 from flake8_forksafe.prefilter import split_lines
 from flake8_forksafe.source import decode, encode, encoding_of
 
 MAX_ROUNDS = 12
+# fixes taken before the others in a round: the main-guard fix moves whole statements into the
+# guard, where the start-method rules no longer apply (FRK402 would first move a `set_start_method`
+# call above the torch import, with noqa comments for E402 on the imports after it, only for FRK401
+# to move it into the guard in the next round, leaving those comments and a split import block)
+FIX_FIRST = ("FRK401",)
 
 
 @dataclass
@@ -52,7 +65,9 @@ Edit = Tuple[int, int, List[str]]  # replace lines [i1, i2) of the round's text 
 class _Round:
     """One analysis of one text: its findings and what its rules want to fix."""
 
-    def __init__(self, text: str, path: str, config: Config, rules: Sequence[Rule]) -> None:
+    def __init__(
+        self, text: str, path: str, config: Config, rules: Sequence[Rule], interactive: Optional[bool] = None
+    ) -> None:
         self.text = text
         self.findings: List[Finding] = []
         self.todo: List[Tuple[Rule, List]] = []  # (rule, its fixable reports), by earliest finding
@@ -62,7 +77,7 @@ class _Round:
         from flake8_forksafe.notebook import is_jupytext
 
         # raises SourceError: the caller decides; a jupytext notebook gets no FRK401 guard
-        a = analyse(text, config, path, interactive=is_jupytext(text))
+        a = analyse(text, config, path, interactive=is_jupytext(text) if interactive is None else interactive)
         self.analysis = a
         located = locate(a, run_rules(a, rules), path, text)
         self.findings = [f for f, _, _ in located]
@@ -77,6 +92,7 @@ class _Round:
                     order.append(rule)
                     reports[rule.code] = []
                 reports[rule.code].append(rep)
+        order.sort(key=lambda r: r.code not in FIX_FIRST)  # stable: the others by earliest finding
         return [(r, reports[r.code]) for r in order]
 
 
@@ -147,17 +163,20 @@ def fix_rounds(
     select: Optional[Iterable[str]] = None,
     errors: Optional[List[str]] = None,
     notes: Optional[List[str]] = None,
+    interactive: Optional[bool] = None,
 ) -> Tuple[str, List[Finding], List[Finding]]:
     """The fixing loop on decoded text (no BOM): (fixed text, findings before, findings remaining).
     ``select``: code prefixes; only the selected codes found in the text before are fixed.
+    ``interactive``: the text is a notebook's code (None: a jupytext notebook is one).
     Raises SourceError when ``text`` itself cannot be analysed."""
     rules = enabled_rules(config)
-    rnd = _Round(text, path, config, rules)
+    rnd = _Round(text, path, config, rules, interactive)
     before = rnd.findings
     fixers = {r.code for r in rules if r.fix_applicability}
     if select is not None:
         select = tuple(select)
         fixers &= {f.code for f in before if f.code.startswith(select)}
+    width = line_length(path)
     for _ in range(MAX_ROUNDS):
         todo = rnd.fixable(unsafe, fixers)
         if not todo:
@@ -168,7 +187,13 @@ def fix_rounds(
         used: Set[int] = set()
         for rule, reports in todo:
             try:
-                new_text = retarget_imports(rnd.analysis.module, rule.fix(rnd.analysis, reports)).code
+                # added code uses the names its imports really have; a local import whose uses the
+                # fix moved away (with their own copy of it) goes (ruff F401)
+                # and the lines it made too long are split
+                module = rnd.analysis.module
+                fixed = retarget_imports(module, rule.fix(rnd.analysis, reports))
+                fixed = drop_orphaned_local_imports(module, fixed)
+                new_text = _wrapped(rnd.text, fixed, width) if fixed is not module else rnd.text
             except NotImplementedError:
                 fixers.discard(rule.code)
                 continue
@@ -198,10 +223,10 @@ def fix_rounds(
         if len(taken) > 1:
             merged = _apply(old, [e for _, edits, _ in taken for e in edits])
             if _compiles(merged):
-                nxt = _next(merged, path, config, rules)
+                nxt = _next(merged, path, config, rules, interactive)
         if nxt is None:  # one rewrite, or the merged ones do not parse: the first alone (it compiles)
             rule, _, new_text = taken[0]
-            nxt = _next(new_text, path, config, rules)
+            nxt = _next(new_text, path, config, rules, interactive)
             if nxt is None:
                 fixers.discard(rule.code)
                 _declined(rule, rnd.text, notes)
@@ -210,9 +235,34 @@ def fix_rounds(
     return rnd.text, before, rnd.findings
 
 
-def _next(text: str, path: str, config: Config, rules: Sequence[Rule]) -> Optional[_Round]:
+def _wrapped(old_text: str, fixed, width: int) -> str:
+    """The code of the rewritten module ``fixed`` with the lines the rewrite made longer than the
+    project's line length split (ruff E501): lines it added or changed where the lines they replace
+    were all within the width (a line that was too long already keeps the user's layout)."""
+    from flake8_forksafe.edit import wrap_long_lines
+
+    text = fixed.code
+    lines = split_lines(text)
+    if all(len(line.rstrip("\r\n")) <= width for line in lines):
+        return text
+    old = split_lines(old_text)
+    changed: Set[int] = set()
+    sm = difflib.SequenceMatcher(None, old, lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal" or any(len(line.rstrip("\r\n")) > width for line in old[i1:i2]):
+            continue
+        changed.update(n + 1 for n in range(j1, j2) if len(lines[n].rstrip("\r\n")) > width)
+    if not changed:
+        return text
+    wrapped = wrap_long_lines(fixed, changed, width)
+    return wrapped if wrapped == text or _compiles(wrapped) else text
+
+
+def _next(
+    text: str, path: str, config: Config, rules: Sequence[Rule], interactive: Optional[bool] = None
+) -> Optional[_Round]:
     try:
-        return _Round(text, path, config, rules)
+        return _Round(text, path, config, rules, interactive)
     except SourceError:
         return None
 

@@ -23,6 +23,7 @@ that is what FRK405 is about and why FRK401 does not apply.
 from __future__ import annotations
 
 import ast
+import difflib
 import json
 import re
 from dataclasses import dataclass, field
@@ -227,3 +228,157 @@ def check_cells(src: Source, path: str, config=None):
             end_col = f.end_col
         out.append(replace(f, cell=cell, line=line, end_line=end_line, end_col=end_col))
     return out, src.skipped
+
+
+# ------------------------------------------------------------------------------------------ fixing
+
+_MARK = "# forksafe:cell "
+_MARK_LINE = re.compile(r"^# forksafe:cell (\d+)$")
+
+
+@dataclass
+class NotebookFix:
+    """What ``fix_notebook`` did: the notebook's bytes (the input when nothing changed), the findings
+    of the input that are gone and those of the output (cell and line in cell), and per changed cell
+    (number, old source, new source) for a diff."""
+
+    source: bytes
+    changed: bool = False
+    fixed: list = field(default_factory=list)
+    remaining: list = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    errors: List[str] = field(default_factory=list)
+    cells: List[Tuple[int, str, str]] = field(default_factory=list)
+
+
+def _layout(data: bytes) -> Optional[Tuple[Optional[int], bool, str]]:
+    """(indent, ensure_ascii, ending) with which ``json.dumps`` writes exactly these bytes again (as
+    Jupyter's ``indent=1`` does), or None: a rewrite would reformat the whole file."""
+    text = data.decode("utf-8-sig")
+    try:
+        nb = json.loads(text)
+    except ValueError:
+        return None
+    body = text.rstrip("\n")
+    ending = text[len(body):]
+    for indent in (1, 2, 4, None, 3, 8):
+        for ascii_ in (False, True):
+            if json.dumps(nb, indent=indent, ensure_ascii=ascii_) == body:
+                return indent, ascii_, ending
+    return None
+
+
+def fix_notebook(data: bytes, path: str, config=None, unsafe: bool = False) -> NotebookFix:
+    """Fix a ``.ipynb`` file: its code cells are joined (each after a marker line), fixed as one
+    notebook source (FRK405 applies, FRK401 not), then split back into their cells. Only the
+    ``source`` of changed code cells is replaced; outputs, metadata, execution counts, the other cells
+    and the JSON layout (indent, escaping, final newline, list-of-lines or string sources) stay.
+    Magic lines come back as they were; a fix that would change one, or move code across cells, is
+    declined with a note, as is a notebook whose JSON layout ``json`` cannot write again.
+    NotebookError for a file that is not a Python notebook."""
+    from dataclasses import replace
+
+    from flake8_forksafe.config import Config
+    from flake8_forksafe.fix import _gone, fix_rounds
+
+    config = config or Config()
+    unsafe = unsafe or config.unsafe_fixes
+    findings, skipped = check_notebook(data, path, config)
+    result = NotebookFix(source=data, remaining=findings, notes=list(skipped))
+    nb = load(data)
+    cells = nb["cells"]
+    raw: dict = {}
+    joined: List[str] = []
+    origin: List[Tuple[int, int]] = []
+    for number, cell in enumerate(cells, start=1):
+        if not (isinstance(cell, dict) and cell.get("cell_type") == "code"):
+            continue
+        lines = _cell_lines(cell)
+        neut = neutralise(lines)
+        if not any(line.strip() for line in neut) or not _parses("\n".join(neut) + "\n"):
+            continue
+        raw[number] = (lines, neut)
+        joined.append(f"{_MARK}{number}")
+        origin.append((0, 0))
+        joined += neut
+        origin += [(number, i) for i in range(1, len(neut) + 1)]
+    if not raw or not any(f.fix for f in findings):
+        return result
+    text = "\n".join(joined) + "\n"
+    errors: List[str] = []
+    notes: List[str] = []
+    new_text, before, _ = fix_rounds(text, path, config, unsafe, errors=errors, notes=notes, interactive=True)
+    result.errors += errors
+    result.notes += notes
+    if new_text == text:
+        return result
+
+    def declined(why: str) -> NotebookFix:
+        result.notes.append(f"not rewritten: {why}; its findings are listed as they are")
+        return result
+
+    if "worksheets" in json.loads(data.decode("utf-8-sig")):
+        return declined("an nbformat 3 notebook")
+    layout = _layout(data)
+    if layout is None:
+        return declined("its JSON is not laid out as json.dumps writes it (a rewrite would reformat it all)")
+    segments: dict = {}
+    order: List[int] = []
+    current: Optional[int] = None
+    lead: List[str] = []
+    for line in new_text.split("\n"):
+        m = _MARK_LINE.match(line)
+        if m is not None:
+            current = int(m.group(1))
+            order.append(current)
+            segments[current] = lead if not segments else []
+            lead = []
+            continue
+        (segments[current] if current is not None else lead).append(line)
+    if order != list(raw):
+        return declined("a fix would move code across cells")
+    new_cells: dict = {}
+    for number in order:
+        lines, neut = raw[number]
+        got = _strip_end(segments[number])
+        if got == _strip_end(neut):
+            continue
+        out: List[str] = []
+        sm = difflib.SequenceMatcher(None, neut, got, autojunk=False)
+        for tag, i1, i2, j1, j2 in sm.get_opcodes():
+            if tag == "equal":
+                out += lines[i1:i2]
+            elif any(neut[i] != lines[i] for i in range(i1, i2)):
+                return declined(f"a fix would change a magic line of cell {number}")
+            else:
+                out += got[j1:j2]
+        out = _strip_end(out) + [""] * (len(lines) - len(_strip_end(lines)))
+        new_cells[number] = "\n".join(out)
+    if not new_cells:
+        return result
+    fresh = json.loads(data.decode("utf-8-sig"))
+    for number, src in new_cells.items():
+        cell = fresh["cells"][number - 1]
+        old = cell.get("source", "")
+        cell["source"] = src.splitlines(keepends=True) if isinstance(old, list) else src
+        old_text = "".join(old) if isinstance(old, list) else old
+        result.cells.append((number, old_text, src))
+    indent, ascii_, ending = layout
+    bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
+    new = bom + (json.dumps(fresh, indent=indent, ensure_ascii=ascii_) + ending).encode("utf-8")
+    remaining, notes_after = check_notebook(new, path, config)
+    result.source, result.changed, result.remaining = new, True, remaining
+    result.notes = list(notes_after) + notes
+    mapped = []
+    for f in before:
+        cell, line = origin[f.line - 1] if 1 <= f.line <= len(origin) else (0, f.line)
+        mapped.append(replace(f, cell=cell, line=line, end_line=line))
+    result.fixed = _gone(mapped, remaining)
+    return result
+
+
+def _strip_end(lines: List[str]) -> List[str]:
+    out = list(lines)
+    while out and not out[-1].strip():
+        out.pop()
+    return out

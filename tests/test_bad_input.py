@@ -124,3 +124,25 @@ def test_directory_of_only_bad_files_never_crashes(tmp_path):
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert r.stdout.startswith("a.py:1:") and ": FRK000 syntax error" in r.stdout.splitlines()[0]  # the column is 3.9's or 3.10+'s
     assert r.stderr.splitlines() == ["forksafe: b.py: skipped: cannot decode: invalid or missing encoding declaration"]
+
+
+def test_frk000_only_where_the_parser_runs_and_never_twice_under_flake8(tmp_path):
+    """README: a file that does not parse is FRK000 in `forksafe check` when it reaches the parser (it
+    mentions a dataset, loader or multiprocessing word: the text pre-filter reads nothing else); a
+    file the pre-filter keeps out is not parsed, so it yields nothing. Under flake8 the plugin adds
+    nothing: flake8 reports the file as its own E999 (the language server keeps the last findings
+    of a document that does not parse: tests/integrations/test_lsp.py)."""
+    (tmp_path / "anchored.py").write_bytes(b"from torch.utils.data import DataLoader\ndef f(:\n    pass\n")
+    (tmp_path / "plain.py").write_bytes(b"import os\ndef f(:\n    pass\n")
+    r = forksafe("check", "--no-cache", "plain.py", cwd=tmp_path)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+    r = forksafe("check", "--no-cache", ".", cwd=tmp_path)
+    assert r.returncode == 1
+    found = [line for line in r.stdout.splitlines() if " FRK" in line]
+    assert len(found) == 1 and found[0].startswith("anchored.py:2:7: FRK000 syntax error ("), r.stdout
+    flake8 = tool("flake8")
+    r = subprocess.run([flake8, "--select", "FRK,E999", "anchored.py", "plain.py"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1
+    assert sorted(line.split(": ")[1].split()[0] for line in r.stdout.splitlines()) == ["E999", "E999"]
+    assert "FRK000" not in r.stdout

@@ -12,6 +12,7 @@ import libcst as cst
 
 from flake8_forksafe.analysis import Analysis
 from flake8_forksafe.families.pickling.facts import LOADER_CALLABLES, SPAWN_HINT, collect, lambda_tops
+from flake8_forksafe.families.pickling.notebook import notebook_definitions
 from flake8_forksafe.families.pickling.plans import lambda_plan
 from flake8_forksafe.model import SAFE, Example, Report, Rule
 
@@ -88,9 +89,10 @@ class DS(Dataset):
         return self.transform(i)
 """,
             """
+import functools
+
 import torchvision.transforms as T
 from torch.utils.data import Dataset
-import functools
 
 
 def _transform_lambda(x, *, scale):
@@ -99,7 +101,9 @@ def _transform_lambda(x, *, scale):
 
 class DS(Dataset):
     def __init__(self, scale):
-        self.transform = T.Lambda(functools.partial(_transform_lambda, scale=scale))  # FRK201: 34
+        self.transform = T.Lambda(
+            functools.partial(_transform_lambda, scale=scale)
+        )  # FRK201: 34
 
     def __getitem__(self, i):
         return self.transform(i)
@@ -143,6 +147,11 @@ class DS(Dataset):
         if not a.lambdas:
             return
         found = collect(a, ("lambda",), [k for k, _ in LOADER_CALLABLES], extra=("attribute_stores",))
+        if found and a.interactive_main:
+            # one finding per hazard: in a notebook a lambda that reaches workers is FRK405's (a
+            # module-level def in the notebook would be just as unreachable for spawn workers)
+            in_notebook = notebook_definitions(a)
+            found = [lw for lw in found if id(lw[0].node) not in in_notebook]
         if not found:
             return
         order = {id(lam): i for i, (lam, _, _) in enumerate(a.lambdas)}

@@ -61,11 +61,12 @@ mp.set_start_method("spawn", force=True)  # FRK402: 0
 print(os.getpid(), torch.__version__)
 """,
             """
+import multiprocessing
 import os
 
-import multiprocessing
 multiprocessing.set_start_method("spawn", force=True)  # FRK402: 0
-import torch
+
+import torch  # noqa: E402
 
 print(os.getpid(), torch.__version__)
 """,

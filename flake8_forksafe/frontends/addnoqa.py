@@ -1,9 +1,10 @@
 """``forksafe check --add-noqa``: a ``# noqa: CODE`` on the line of every current finding (a baseline).
 
 A comment goes at the end of the reported line when that line ends where a comment may start: not
-inside a (multi-line) string and not after a ``\\`` continuation. Otherwise the finding is listed as
-skipped (the comment would change the string, or not parse). An existing ``# noqa: X`` on the line
-gets the new codes merged in; other comments stay. Encoding, BOM and line endings are kept, the file
+inside a (multi-line) string and not after a ``\\`` continuation. Otherwise it goes at the end of
+the last line of the lines flake8 reads together for a ``# noqa`` (the string's or continuation's
+last line; ``check`` reads them the same way), and a finding with no such line is listed as
+skipped. An existing ``# noqa: X`` on the line gets the new codes merged in; other comments stay. Encoding, BOM and line endings are kept, the file
 is written atomically, and a second run changes nothing (every finding is then suppressed).
 """
 
@@ -11,19 +12,16 @@ from __future__ import annotations
 
 import codecs
 import io
-import re
 import sys
 import tokenize
 from collections import defaultdict
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Sequence, Set, Tuple
 
 from flake8_forksafe.config import SYNTAX_ERROR
 from flake8_forksafe.model import Finding, SourceError
-from flake8_forksafe.noqa import NOQA_INLINE
+from flake8_forksafe.noqa import merged_noqa, noqa_ranges, with_noqa
+from flake8_forksafe.prefilter import split_lines
 from flake8_forksafe.source import decode
-
-_CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
-
 
 def commentable_lines(text: str) -> Tuple[Set[int], Dict[int, tokenize.TokenInfo]]:
     """(lines whose end cannot take a comment, the comment token of each line that has one)."""
@@ -41,15 +39,6 @@ def commentable_lines(text: str) -> Tuple[Set[int], Dict[int, tokenize.TokenInfo
     return blocked, comments
 
 
-def _merged(existing: Optional[str], codes: Sequence[str]) -> str:
-    old = _CODE.findall(existing or "")
-    seen: List[str] = []
-    for c in [*old, *codes]:
-        if c.upper() not in (s.upper() for s in seen):
-            seen.append(c)
-    return "# noqa: " + ", ".join(seen)
-
-
 def add_noqa_text(text: str, findings: Sequence[Finding]) -> Tuple[str, int, List[Tuple[Finding, str]]]:
     """(new text, comments added or extended, [(finding, why it was skipped)])."""
     by_line: Dict[int, List[str]] = defaultdict(list)
@@ -58,14 +47,20 @@ def add_noqa_text(text: str, findings: Sequence[Finding]) -> Tuple[str, int, Lis
         blocked, comments = commentable_lines(text)
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return text, 0, [(f, "the file does not tokenize") for f in findings]
+    ranges = noqa_ranges(text)
     for f in findings:
+        line = f.line
+        if line in blocked and line in ranges:
+            # the line ends inside a string or after a backslash: the comment goes at the end of
+            # the lines flake8 (and `check`) read together with it for a noqa
+            line = ranges[line][1]
         if f.code == SYNTAX_ERROR:
             skipped.append((f, "a syntax error is not baselined; fix the file"))
-        elif f.line in blocked:
+        elif line in blocked:
             skipped.append((f, "the line ends inside a string or after a backslash; a comment would change the code"))
-        elif f.code not in by_line[f.line]:
-            by_line[f.line].append(f.code)
-    lines = text.splitlines(keepends=True)
+        elif f.code not in by_line[line]:
+            by_line[line].append(f.code)
+    lines = split_lines(text)  # the lines Python counts: not str.splitlines (\f, \u2028...)
     changed = 0
     for line_no, codes in sorted(by_line.items()):
         if not (0 < line_no <= len(lines)):
@@ -76,20 +71,9 @@ def add_noqa_text(text: str, findings: Sequence[Finding]) -> Tuple[str, int, Lis
         tok = comments.get(line_no)
         if tok is not None:
             col = tok.start[1]
-            comment = body[col:]
-            match = NOQA_INLINE.search(comment)
-            if match is not None and not match.group("codes"):
-                continue  # a bare `# noqa` already silences the line
-            if match is not None:
-                rest = comment[match.end():]
-                if rest and not rest[0].isspace():
-                    rest = " " + rest  # the match took the space after the last code
-                new_comment = comment[: match.start()] + _merged(match.group("codes"), codes) + rest
-            else:
-                new_comment = comment.rstrip() + "  " + _merged(None, codes)
-            new_body = body[:col] + new_comment
+            new_body = body[:col] + with_noqa(body[col:], codes)
         else:
-            new_body = body.rstrip() + "  " + _merged(None, codes)
+            new_body = body.rstrip() + "  " + merged_noqa(codes)
         if new_body != body:
             lines[line_no - 1] = new_body + ending
             changed += 1

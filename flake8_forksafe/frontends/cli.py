@@ -256,6 +256,36 @@ def _check_notebook(path: str, data: bytes, cfg: Config) -> Outcome:
     return findings, None, (f"{path}: " + "; ".join(notes)) if notes else None
 
 
+def _fix_notebook(path: str, data: bytes, cfg: Config, unsafe: bool):
+    """(NotebookFix or None, an error line, a note line) for ``forksafe fix`` on a ``.ipynb`` file."""
+    from flake8_forksafe.notebook import NotebookError, fix_notebook
+
+    try:
+        res = fix_notebook(data, path, cfg, unsafe=unsafe)
+    except (NotebookError, SourceError) as exc:
+        return None, None, f"{path}: {exc.message}"
+    except RecursionError:
+        return None, None, f"{path}: skipped: nesting too deep to analyse"
+    except Exception as exc:
+        return None, f"{path}: internal error ({type(exc).__name__}: {exc}); please report it", None
+    err = "; ".join(f"error: {e}" for e in res.errors) or None
+    return res, (f"{path}: {err}" if err else None), (f"{path}: " + "; ".join(res.notes)) if res.notes else None
+
+
+def _notebook_diff(name: str, cells) -> str:
+    """One unified diff per changed cell, labelled ``name:cell N`` as ruff labels them."""
+    out = []
+    for number, old, new in cells:
+        a = old.splitlines(keepends=True)
+        b = new.splitlines(keepends=True)
+        if a and not a[-1].endswith("\n"):
+            a[-1] += "\n"
+        if b and not b[-1].endswith("\n"):
+            b[-1] += "\n"
+        out.append("".join(difflib.unified_diff(a, b, fromfile=f"a/{name}:cell {number}", tofile=f"b/{name}:cell {number}")))
+    return "".join(out)
+
+
 _WORKER_CFG: Optional[Config] = None
 _WORKER_CACHE = None
 
@@ -409,17 +439,35 @@ def cmd_fix(args) -> int:
 
         own = cfg.for_path(name)  # per-file-ignores
         if file_language(name) == "notebook":
-            # notebooks are reported, not rewritten (their JSON would have to be written back cell by cell)
-            found, err, skipped = _check_notebook(name, data, own)
-            found = _per_file_filter(found, own)
+            # fixed cell by cell and written back as JSON (notebook.fix_notebook)
+            nbres, err, skipped = _fix_notebook(name, data, own, bool(cfg.unsafe_fixes))
             for line in filter(None, (skipped, err)):
                 print(f"forksafe: {line}", file=sys.stderr)
             failed = failed or bool(err)
-            if found:
-                print(f"forksafe: {name}: notebooks are not rewritten: fix these findings by hand", file=sys.stderr)
-            remaining.extend(found)
-            if path == "-" and not args.diff:
-                sys.stdout.buffer.write(data)  # standard input comes back unchanged
+            if nbres is None:
+                if path == "-" and not args.diff:
+                    sys.stdout.buffer.write(data)  # standard input comes back unchanged
+                continue
+            remaining.extend(_per_file_filter(nbres.remaining, own))
+            if not nbres.changed:
+                if path == "-" and not args.diff:
+                    sys.stdout.buffer.write(data)
+                continue
+            if args.diff:
+                sys.stdout.write(_notebook_diff(name, nbres.cells))
+            elif path == "-":
+                sys.stdout.buffer.write(nbres.source)
+            else:
+                try:
+                    write_through(path, nbres.source)
+                except OSError as exc:
+                    print(f"forksafe: error: {exc if exc.strerror is None else f'{path}: cannot write: {exc.strerror}'}", file=sys.stderr)
+                    failed = True
+                    remaining.extend(nbres.fixed)
+                    continue
+            changed_files += 1
+            fixed_total += len(nbres.fixed)
+            fixed.extend(nbres.fixed)
             continue
         try:
             result = fix_source(data, name, own, unsafe=bool(cfg.unsafe_fixes))

@@ -6,7 +6,7 @@ code cells are joined in notebook order (``notebook.join_cells``: magics neutral
 does not parse left out), checked as notebook code (FRK405 applies, FRK401 does not), and each
 finding is published on its cell's document URI at its line in that cell. Every code cell gets its
 own ``publishDiagnostics`` (empty when clean), so fixed findings disappear; closing the notebook
-clears them. Quick fixes are not offered in notebooks (``forksafe fix`` does not rewrite them either).
+clears them. Quick fixes are not offered in notebooks (``forksafe fix`` fixes the notebook file).
 """
 
 from __future__ import annotations

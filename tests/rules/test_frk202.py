@@ -282,9 +282,6 @@ def test_local_imports_are_repeated_and_local_class_with_super_moves():
 
 
         def make(items):
-            import numpy as np
-            from collections import Counter as C
-
             return DataLoader(Local(items), num_workers=2, collate_fn=collate)
         """
     )

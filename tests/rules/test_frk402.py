@@ -71,14 +71,15 @@ def test_whole_statement_is_moved_with_its_comment_and_force():
     '''
     assert fixed(src, BOTH) == textwrap.dedent('''\
     """Job."""
+    import multiprocessing
     import os
 
-    import multiprocessing
     # spawn for CUDA
     multiprocessing.set_start_method("spawn", force=True)  # needed on macOS
+
     # torch and friends
-    import torch
-    import torch.multiprocessing as mp
+    import torch  # noqa: E402
+    import torch.multiprocessing as mp  # noqa: E402
 
     QUEUE = mp.Queue
     ''')
@@ -96,10 +97,12 @@ def test_unused_imports_are_dropped_and_an_existing_stdlib_import_reused():
     """
     assert fixed(src) == textwrap.dedent("""\
     import multiprocessing
+
     multiprocessing.set_start_method("forkserver", force=True)
     multiprocessing.set_forkserver_preload(["torch"])
-    import torch
-    from torch.multiprocessing import Queue
+
+    import torch  # noqa: E402
+    from torch.multiprocessing import Queue  # noqa: E402
 
     q = Queue()
     """)
@@ -108,7 +111,7 @@ def test_unused_imports_are_dropped_and_an_existing_stdlib_import_reused():
 def test_a_later_stdlib_import_is_not_duplicated():
     src = "import torch\nimport multiprocessing\n\nmultiprocessing.set_start_method('spawn', force=True)\nprint(multiprocessing.cpu_count())\n"
     assert fixed(src) == (
-        "import multiprocessing\nmultiprocessing.set_start_method('spawn', force=True)\nimport torch\n\n"
+        "import multiprocessing\n\nmultiprocessing.set_start_method('spawn', force=True)\n\nimport torch  # noqa: E402\n\n"
         "print(multiprocessing.cpu_count())\n"
     )
 

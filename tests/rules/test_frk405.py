@@ -160,8 +160,7 @@ def test_cli_text_json_sarif_and_fix(tmp_path):
     assert res["message"]["text"].startswith("cell 2, line 1: class Squares is defined in the notebook")
     before = nb.read_bytes()
     r = subprocess.run([forksafe, "fix", "explore.ipynb"], capture_output=True, text=True, cwd=tmp_path)
-    assert r.returncode == 1 and nb.read_bytes() == before
-    assert "forksafe: explore.ipynb: notebooks are not rewritten: fix these findings by hand" in r.stderr
+    assert r.returncode == 1 and nb.read_bytes() == before  # FRK405 has no fix: nothing to write
     assert "explore.ipynb:cell 2:1:1: FRK405 class Squares" in r.stdout
 
 
@@ -186,3 +185,20 @@ def test_fix_on_standard_input_gives_the_notebook_back_unchanged(tmp_path):
     assert r.returncode == 1
     assert r.stdout == data
     assert b"nb.ipynb:cell 2:1:1: FRK405 class Squares" in r.stderr
+
+
+def test_a_notebook_lambda_reaching_workers_is_one_finding_frk405s():
+    """One finding per hazard: FRK201's fix (a module-level def) would still live in the notebook's
+    __main__, so in a notebook the lambda is FRK405's alone; the same code as a script is FRK201's."""
+    cells = (
+        "from torch.utils.data import DataLoader\nfrom mydata import ImageDataset\n",
+        "loader = DataLoader(ImageDataset('data/'), num_workers=4, collate_fn=lambda b: b)\n",
+    )
+    both = Config(select=("FRK201", "FRK405"))
+    assert codes(check_notebook(notebook(*cells), "nb.ipynb", both)[0]) == [("FRK405", 2, 1, 69)]
+    as_script = check_dedented("".join(cells), "train.py", both)
+    assert [(f.code, f.line, f.col) for f in as_script] == [("FRK201", 3, 69)]
+    # a lambda FRK405 does not report (the loader forks explicitly) stays FRK201's
+    fork = cells[1].replace("num_workers=4,", "num_workers=4, multiprocessing_context='fork',")
+    got = codes(check_notebook(notebook(cells[0], fork), "nb.ipynb", both)[0])
+    assert [c[0] for c in got] == ["FRK201"]

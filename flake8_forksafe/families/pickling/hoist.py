@@ -21,7 +21,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
-from flake8_forksafe.analysis import comp_fors, is_docstring
+from flake8_forksafe.analysis import comp_fors
 
 COMPS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 Scope = Union[cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp]
@@ -772,26 +772,6 @@ def partial_reference(module: cst.Module) -> Tuple[cst.BaseExpression, bool]:
     return cst.Attribute(cst.Name("functools"), cst.Name("partial")), True
 
 
-def _is_import_line(stmt: cst.CSTNode) -> bool:
-    return isinstance(stmt, cst.SimpleStatementLine) and all(
-        isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
-    )
-
-
-def import_insert_index(body: Sequence[cst.CSTNode]) -> int:
-    """After the module's first run of import lines (after a docstring and ``from __future__``), or
-    after the docstring when the module imports nothing before its first definition."""
-    start = 1 if body and is_docstring(body[0]) else 0
-    for k in range(start, len(body)):
-        if _is_import_line(body[k]):
-            while k < len(body) and _is_import_line(body[k]):
-                k += 1
-            return k
-        if isinstance(body[k], (cst.FunctionDef, cst.ClassDef)):
-            break
-    return start
-
-
 # --------------------------------------------------------------------------------------------------
 # references to a renamed local
 
@@ -875,7 +855,7 @@ class Hoister(cst.CSTTransformer):
     - ``remove``: ids of statements (nested defs/classes) removed from their block;
     - ``rename[id(name_node)] = new``: Name nodes renamed;
     - ``insert[index] = [statements]``: new statements placed before ``module.body[index]``;
-    - ``need_functools``: add ``import functools`` after the imports block.
+    - ``need_functools``: add ``import functools`` where isort would put it (``edit.ensure_imports``).
     """
 
     def __init__(self) -> None:
@@ -933,10 +913,12 @@ class Hoister(cst.CSTTransformer):
                     body.append(n.with_changes(leading_lines=lead + list(own_comments)))
                 stmt = stmt.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()] + list(comments))
             body.append(stmt)
-        if self.need_functools:
-            at = import_insert_index(body)
-            body.insert(at, cst.SimpleStatementLine([cst.Import(names=[cst.ImportAlias(cst.Name("functools"))])]))
-        return updated_node.with_changes(body=body)
+        module = updated_node.with_changes(body=body)
+        if self.need_functools:  # in its isort group, as the file orders it
+            from flake8_forksafe.edit import ensure_imports
+
+            module = ensure_imports(module, ["functools"])
+        return module
 
 
 def _split_leading(lines: Sequence[cst.EmptyLine]) -> Tuple[List[cst.EmptyLine], List[cst.EmptyLine]]:

@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Sequence, Set
 import libcst as cst
 
 from flake8_forksafe.analysis import Analysis, dotted, keyword, positional
+from flake8_forksafe.noqa import with_noqa
 
 # --------------------------------------------------------------------------------------------------
 # keyword arguments
@@ -278,21 +279,80 @@ def _mp_import_names(stmt: cst.CSTNode) -> Set[str]:
     return out
 
 
+def _e402_boundary(stmt: cst.CSTNode) -> bool:
+    """A top-level statement after which pycodestyle/ruff report later imports as E402 (neither an
+    import, nor a compound ``if``/``try``/``with`` block, nor a ``__dunder__`` assignment)."""
+    if isinstance(stmt, (cst.If, cst.Try, cst.With)) or type(stmt).__name__ in ("TryStar", "Match"):
+        return False
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return True
+    for small in stmt.body:
+        if isinstance(small, (cst.Import, cst.ImportFrom)):
+            continue
+        if isinstance(small, cst.Assign) and all(
+            isinstance(t.target, cst.Name) and t.target.value.startswith("__") and t.target.value.endswith("__")
+            for t in small.targets
+        ):
+            continue
+        return True
+    return False
+
+
+def _with_e402_noqa(stmt: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
+    """The import line with ``E402`` in its ``# noqa`` (on the first line of a parenthesized import)."""
+    first = stmt.body[0]
+    if (
+        len(stmt.body) == 1
+        and isinstance(first, cst.ImportFrom)
+        and first.lpar is not None
+        and isinstance(first.lpar.whitespace_after, cst.ParenthesizedWhitespace)
+    ):
+        ws = first.lpar.whitespace_after
+        old = ws.first_line.comment.value if ws.first_line.comment is not None else ""
+        line = ws.first_line.with_changes(
+            whitespace=ws.first_line.whitespace if old else cst.SimpleWhitespace("  "),
+            comment=cst.Comment(with_noqa(old, ["E402"])),
+        )
+        lpar = first.lpar.with_changes(whitespace_after=ws.with_changes(first_line=line))
+        return stmt.with_changes(body=[first.with_changes(lpar=lpar)])
+    tw = stmt.trailing_whitespace
+    old = tw.comment.value if tw.comment is not None else ""
+    return stmt.with_changes(
+        trailing_whitespace=tw.with_changes(
+            whitespace=tw.whitespace if old else cst.SimpleWhitespace("  "),
+            comment=cst.Comment(with_noqa(old, ["E402"])),
+        )
+    )
+
+
 def move_above_torch(a: Analysis, stmts: Sequence[cst.SimpleStatementLine], calls: Sequence[cst.Call]) -> cst.Module:
     """Move each whole statement ``stmts[i]`` (whose call is ``calls[i]``) above the first torch
-    import as ``multiprocessing.<name>(..., force=True)`` (no ``force`` for the preload call)."""
+    import as ``multiprocessing.<name>(..., force=True)`` (no ``force`` for the preload call).
+
+    The layout passes the project's other linters: ``import multiprocessing`` joins the imports above
+    the torch import where isort would put it (an existing one is reused), the calls follow them after
+    one blank line, and the imports that now come after code (the torch import and those below it, up
+    to the first other statement) say ``# noqa: E402``: they must run after the call, which is what
+    the fix is for."""
+    from flake8_forksafe.edit import ensure_imports, import_binding
+
     module = a.module
     ti = a.torch_import_index
     if ti is None or not stmts:
         return module
     body = list(module.body)
     ids = {id(s) for s in stmts}
-    have_mp = any(_bare_import(s, "multiprocessing") for s in body[:ti])
-    torch_stmt = body[ti]
+
+    # the statements above the torch import, with `import multiprocessing` among their imports
+    head = module.with_changes(body=body[:ti], footer=[])
+    mp_name = import_binding(head, "multiprocessing")
+    added_mp = mp_name is None
+    if added_mp:
+        head = ensure_imports(head, ["multiprocessing"])
+        mp_name = import_binding(head, "multiprocessing") or "multiprocessing"
+    prefix = list(head.body)
 
     new_stmts: List[cst.BaseStatement] = []
-    if not have_mp:
-        new_stmts.append(cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("multiprocessing"))])]))
     receivers: Set[str] = set()
     for stmt, call in zip(stmts, calls):
         f = call.func
@@ -302,7 +362,7 @@ def move_above_torch(a: Analysis, stmts: Sequence[cst.SimpleStatementLine], call
             root = root.value
         if isinstance(root, cst.Name):
             receivers.add(root.value)
-        new_call = call.with_changes(func=cst.Attribute(value=cst.Name("multiprocessing"), attr=cst.Name(attr)))
+        new_call = call.with_changes(func=cst.Attribute(value=cst.Name(mp_name), attr=cst.Name(attr)))
         if attr == "set_start_method":
             new_call = with_force(new_call)
         expr = stmt.body[0]
@@ -310,38 +370,51 @@ def move_above_torch(a: Analysis, stmts: Sequence[cst.SimpleStatementLine], call
         new_stmts.append(
             stmt.with_changes(body=[expr.with_changes(value=new_call)], leading_lines=comment_lines(stmt.leading_lines))
         )
+    torch_stmt = body[ti]
     lead = list(torch_stmt.leading_lines)
     nb = blank_count(lead)
-    new_stmts[0] = new_stmts[0].with_changes(leading_lines=lead[:nb] + list(new_stmts[0].leading_lines))
+    blanks = max(nb, 1) if prefix else nb
+    new_stmts[0] = new_stmts[0].with_changes(
+        leading_lines=[cst.EmptyLine()] * blanks + list(new_stmts[0].leading_lines)
+    )
 
-    out: List[cst.BaseStatement] = []
+    # the torch import and what follows it, the moved statements taken out; the imports that now
+    # follow code get `# noqa: E402` (those after other code were reported before the fix already)
+    rest: List[cst.BaseStatement] = []
     pending = 0
-    for i, s in enumerate(body):
+    boundary = False
+    for i, s in enumerate(body[ti:]):
         if id(s) in ids:
+            boundary = True  # the calls' old place: what follows came after code before the fix
             pending = pending or blank_count(s.leading_lines)
             continue
-        if i == ti:
-            out.extend(new_stmts)
-            s = s.with_changes(leading_lines=lead[nb:])
-        elif pending and blank_count(s.leading_lines) < pending and out:
+        if i == 0:
+            s = s.with_changes(leading_lines=[cst.EmptyLine()] + comment_lines(lead))
+        elif pending and blank_count(s.leading_lines) < pending:
             s = s.with_changes(leading_lines=[cst.EmptyLine()] * (pending - blank_count(s.leading_lines)) + list(s.leading_lines))
         pending = 0
-        out.append(s)
+        if not boundary:
+            if _import_only(s):
+                s = _with_e402_noqa(s)  # type: ignore[arg-type]
+            elif _e402_boundary(s):
+                boundary = True
+        rest.append(s)
+    out: List[cst.BaseStatement] = prefix + new_stmts + rest
     module = module.with_changes(body=out)
 
     # imports left unused (``import torch.multiprocessing as mp`` used only for this call), and a
     # later duplicate of the ``import multiprocessing`` just added
     used = _names_used(module)
-    drop = {r for r in receivers if used.get(r, 0) == 0 and r != "multiprocessing"}
-    first_new = next(i for i, s in enumerate(out) if s is new_stmts[0])
+    drop = {r for r in receivers if used.get(r, 0) == 0 and r != mp_name}
+    first_rest = len(prefix) + len(new_stmts)
     result: List[cst.BaseStatement] = []
     pending = 0
     carry: List[cst.EmptyLine] = []  # comments of a dropped import go to the next statement
     for i, s in enumerate(out):
-        if i > first_new + len(new_stmts) - 1 and isinstance(s, cst.SimpleStatementLine):
+        if i >= first_rest and isinstance(s, cst.SimpleStatementLine):
             names = _mp_import_names(s)
             mine = names & drop
-            if not have_mp and "multiprocessing" in names and _bare_import(s, "multiprocessing"):
+            if added_mp and mp_name == "multiprocessing" and _bare_import(s, "multiprocessing"):
                 mine = mine | {"multiprocessing"}
             if mine:
                 kept = _drop_aliases(s, mine)
@@ -360,3 +433,9 @@ def move_above_torch(a: Analysis, stmts: Sequence[cst.SimpleStatementLine], call
         pending = 0
         result.append(s)
     return module.with_changes(body=result)
+
+
+def _import_only(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(x, (cst.Import, cst.ImportFrom)) for x in stmt.body
+    )
