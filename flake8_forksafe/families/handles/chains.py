@@ -244,8 +244,13 @@ class _Split(cst.CSTTransformer):
             return updated_node
         first = statement(f"self.{p.handle_attr} = {self.module.code_for_node(p.call)}", self.module)
         assert isinstance(first, cst.SimpleStatementLine)
-        first = first.with_changes(leading_lines=updated_node.leading_lines)
-        return cst.FlattenSentinel([first, updated_node.with_changes(leading_lines=[])])
+        # the line's comments stay with the handle's line (the one the next round rewrites in place)
+        first = first.with_changes(
+            leading_lines=updated_node.leading_lines, trailing_whitespace=updated_node.trailing_whitespace
+        )
+        return cst.FlattenSentinel(
+            [first, updated_node.with_changes(leading_lines=[], trailing_whitespace=cst.TrailingWhitespace())]
+        )
 
 
 def apply_split(module: cst.Module, plans: Sequence[SplitPlan]) -> cst.Module:
