@@ -382,8 +382,8 @@ def run_verify(argv_json: bool = False, out: Optional[TextIO] = None, select: Op
 
 
 PY314_NOTE = ("Python 3.14+: Linux defaults to forkserver, so there the forkserver column is what users get unless "
-              "they choose fork: inherited handles (FRK101, FRK103) and locks (FRK203) fail to pickle instead of "
-              "sharing state, unguarded scripts (FRK401-403) fail, module-level handles (FRK102) are reopened "
+              "they choose fork: inherited handles (FRK101, FRK103), locks and generators (FRK203) fail to pickle "
+              "instead of sharing state, unguarded scripts (FRK401-403) fail, module-level handles (FRK102) are reopened "
               "by each worker's import, CUDA in the parent (FRK301, FRK404) costs a CUDA context per worker")
 
 
