@@ -122,7 +122,10 @@ class UnpicklableObjectOnDataset(Rule):
     code = "FRK203"
     name = "unpicklable-object-on-dataset"
     fix_applicability = SAFE
-    fix_title = "Create the lock or queue lazily in each worker process and drop it when pickling"
+    fix_title = (
+        "Create the lock or queue lazily in each worker process and drop it when pickling; "
+        "materialise an iterated generator in __init__ (unsafe)"
+    )
 
     VALID = [
         # multiprocessing primitives are made to cross processes
