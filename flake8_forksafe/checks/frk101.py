@@ -350,6 +350,13 @@ class DS(Dataset):
 
     def fix(self, a: Analysis, reports: List[Report]) -> cst.Module:
         lazy = [r.data for r in reports if isinstance(r.data, LazyPlan)]
-        if lazy:  # a split (the handle named on self) waits for the next round
+        splits = [r.data for r in reports if isinstance(r.data, SplitPlan)]
+        if not splits:
             return apply_lazy(a, lazy)
-        return apply_split(a.module, [r.data for r in reports if isinstance(r.data, SplitPlan)])
+        # name the split handles on self, then plan every selected handle again on that module (no parse:
+        # the same round), so a split never stays half done and the file is rewritten once
+        b = Analysis(apply_split(a.module, splits), a.knowledge, a.path, a.index)
+        wanted = {(p.owner.name, p.attr) for p in lazy} | {(p.fn.cls.name, p.handle_attr) for p in splits if p.fn.cls}
+        again = [r.data for r in self.check(b) if isinstance(r.data, LazyPlan)
+                 and (r.data.owner.name, r.data.attr) in wanted]
+        return apply_lazy(b, again)
