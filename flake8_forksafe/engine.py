@@ -236,7 +236,7 @@ def locate(
             message=rep.message,
             end_line=end_line,
             end_col=end_col,
-            fix=rule.fix_applicability if rep.fixable else None,
+            fix=(rep.applicability or rule.fix_applicability) if rep.fixable else None,
             name=rule.name,
         )
         out.append((finding, rule, rep))

@@ -35,6 +35,7 @@ class Report:
     message: str
     fixable: bool = True
     data: Any = None
+    applicability: Optional[str] = None  # this finding's fix, when it differs from the rule's (SAFE/UNSAFE)
 
 
 @dataclass(frozen=True)

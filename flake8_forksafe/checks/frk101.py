@@ -28,6 +28,7 @@ from flake8_forksafe.families.handles.facts import (
     reopens_per_process,
     worker_uses_attr,
 )
+from flake8_forksafe.families.handles.chains import SplitPlan, apply_split, plan_split
 from flake8_forksafe.families.handles.lazy import LazyPlan, apply_lazy, plan_derived, plan_lazy
 from flake8_forksafe.model import SAFE, Example, Report, Rule
 
@@ -209,8 +210,10 @@ class DS(Dataset):
         return state
 """,
         ),
-        # a derived transaction is kept: reported, not fixed automatically
-        """
+        # a transaction derived from a handle opened into a local: the handle is named on self (one fix
+        # round), then opened per process with the transaction as a property of it (the next round)
+        Example(
+            """
 import lmdb
 from torch.utils.data import Dataset
 
@@ -222,6 +225,44 @@ class DS(Dataset):
     def __getitem__(self, i):
         return self.txn.get(str(i).encode())
 """,
+            """
+import os
+
+import lmdb
+from torch.utils.data import Dataset
+
+class DS(Dataset):
+    def __init__(self, path):
+        self._env_args = (path,)  # FRK101: 14
+
+    def __getitem__(self, i):
+        return self.txn.get(str(i).encode())
+
+    # forksafe: one lmdb.open() handle per process (PID-checked), not pickled
+    @property
+    def _env(self):
+        if getattr(self, "_env_pid", None) != os.getpid():
+            if getattr(self, "_env_local", None) is not None:
+                self._env_local.close()
+            self._env_local = lmdb.open(*self._env_args, readonly=True)
+            self._env_pid = os.getpid()
+        return self._env_local
+
+    @property
+    def txn(self):
+        if getattr(self, "_txn_of", None) is not self._env:
+            self._txn_of, self._txn = self._env, self._env.begin()
+        return self._txn
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_env_local", None)
+        state.pop("_env_pid", None)
+        state.pop("_txn_of", None)
+        state.pop("_txn", None)
+        return state
+""",
+        ),
     ]
 
     def check(self, a: Analysis) -> Iterator[Report]:
@@ -239,7 +280,7 @@ class DS(Dataset):
             yield self.report(
                 k.handle.call,
                 self.message(k, fix),
-                fixable=isinstance(fix, LazyPlan),
+                fixable=isinstance(fix, (LazyPlan, SplitPlan)),
                 data=fix,
             )
 
@@ -259,7 +300,7 @@ class DS(Dataset):
         if h.container:
             return "the handle is kept in a container"
         if not h.direct:
-            return "an object derived from the handle is kept"
+            return self._plan_split(a, k, group)
         others = sorted({g.sa.attr for g in group if g.sa.attr != k.sa.attr})
         me = k.fn.self_name or "self"
         derived = []
@@ -277,6 +318,29 @@ class DS(Dataset):
             return f"self.{others[0] if others else derived[0][1].attr} keeps an object derived from it"
         return plan_lazy(a, k.fn, k.sa, h.call, f"{h.factory.name}()", h.factory.close, props)
 
+    def _plan_split(self, a: Analysis, k: Kept, group: List[Kept]):
+        """``self.x = h5py.File(p)["data"]`` / ``hf = h5py.File(p); self.x = hf.get("data")``: the
+        handle is first named on self (``chains.py``); offered only when the lazy-handle fix of the
+        next round is planned on the split module."""
+        why = "an object derived from the handle is kept"
+        split = plan_split(a, k.fn, k.sa, k.handle.call, k.handle.factory.name)
+        if isinstance(split, str):
+            return f"{why} ({split})"
+        try:
+            b = Analysis(apply_split(a.module, [split]), a.knowledge, a.path, a.index)
+        except Exception:  # noqa: BLE001 - a split that does not analyse is not offered
+            return why
+        i = next((n for n, c in enumerate(a.classes) if c is k.cls), None)
+        if i is None or i >= len(b.classes) or b.classes[i].name != k.cls.name:
+            return why
+        found = [x for x in parent_kept_handles(b, b.classes[i]) if x.sa.attr == split.handle_attr]
+        if len(found) != 1 or not found[0].handle.direct:
+            return why
+        nxt = self._plan(b, found[0], [x for x in found if x.handle.call is found[0].handle.call])
+        if not isinstance(nxt, LazyPlan):
+            return f"{why} ({nxt})"
+        return split
+
     @staticmethod
     def message(k: Kept, fix) -> str:
         what = k.handle.factory.name
@@ -293,4 +357,14 @@ class DS(Dataset):
         )
 
     def fix(self, a: Analysis, reports: List[Report]) -> cst.Module:
-        return apply_lazy(a, [r.data for r in reports if isinstance(r.data, LazyPlan)])
+        lazy = [r.data for r in reports if isinstance(r.data, LazyPlan)]
+        splits = [r.data for r in reports if isinstance(r.data, SplitPlan)]
+        if not splits:
+            return apply_lazy(a, lazy)
+        # name the split handles on self, then plan every selected handle again on that module (no parse:
+        # the same round), so a split never stays half done and the file is rewritten once
+        b = Analysis(apply_split(a.module, splits), a.knowledge, a.path, a.index)
+        wanted = {(p.owner.name, p.attr) for p in lazy} | {(p.fn.cls.name, p.handle_attr) for p in splits if p.fn.cls}
+        again = [r.data for r in self.check(b) if isinstance(r.data, LazyPlan)
+                 and (r.data.owner.name, r.data.attr) in wanted]
+        return apply_lazy(b, again)

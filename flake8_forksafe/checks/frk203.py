@@ -25,7 +25,8 @@ from flake8_forksafe.families.handles.facts import (
 )
 from flake8_forksafe.families.handles.iterators import consumed_at_once, generator_call
 from flake8_forksafe.families.handles.lazy import LazyPlan, apply_lazy, plan_lazy
-from flake8_forksafe.model import SAFE, Example, Report, Rule
+from flake8_forksafe.families.handles.materialise import MaterialisePlan, apply_materialise, plan_materialise
+from flake8_forksafe.model import SAFE, UNSAFE, Example, Report, Rule
 
 ADVICE = {
     "lazy": "create it lazily in each worker process",
@@ -104,7 +105,10 @@ class UnpicklableObjectOnDataset(Rule):
     ANCHORS = ("dataset class", "loader call")  # what the pre-filter must find for this rule (prefilter.ANCHORS)
     name = "unpicklable-object-on-dataset"
     fix_applicability = SAFE
-    fix_title = "Create the lock or queue lazily in each worker process and drop it when pickling"
+    fix_title = (
+        "Create the lock or queue lazily in each worker process and drop it when pickling; "
+        "materialise an iterated generator in __init__ (unsafe)"
+    )
 
     VALID = [
         # multiprocessing primitives are made to cross processes
@@ -234,17 +238,22 @@ class DS(Dataset):
                             continue
                         done.add(id(hit.node))
                         plan = self._plan(a, cls, fn, sa, hit, parent)
-                        yield self.report(
+                        rep = self.report(
                             hit.node,
                             self.message(cls, fn, sa, hit, plan),
-                            fixable=isinstance(plan, LazyPlan),
+                            fixable=isinstance(plan, (LazyPlan, MaterialisePlan)),
                             data=plan,
                         )
+                        if isinstance(plan, MaterialisePlan):
+                            rep.applicability = UNSAFE  # a second pass now sees the items again
+                        yield rep
 
     @staticmethod
     def _plan(a: Analysis, cls: ClassInfo, fn: FuncInfo, sa: SelfAssign, hit: Hit, parent: List[FuncInfo]):
+        if hit.kind == "generator":
+            return plan_materialise(a, cls, fn, sa, hit.node)
         if hit.kind != "lazy":
-            return "threads, pools, generators and modules are not recreated automatically"
+            return "threads, pools and modules are not recreated automatically"
         if not hit.direct or sa.kind != "assign":
             return "it is not assigned directly to an attribute"
         if reads_attr(_with_referenced_methods(a, cls, parent), sa.attr):
@@ -267,10 +276,15 @@ class DS(Dataset):
         else:
             why = "spawn workers cannot pickle it and fork copies it into every worker in its current state"
         tail = ADVICE[hit.kind]
-        if not isinstance(plan, LazyPlan) and hit.kind == "lazy":
+        if isinstance(plan, MaterialisePlan):
+            tail += " (unsafe fix: materialise it in __init__; a second pass then sees the items again)"
+        elif not isinstance(plan, LazyPlan) and hit.kind in ("lazy", "generator"):
             tail += f" (no automatic fix: {plan})"
         verb = "stored" if hit.kind == "module" else "created"
         return f"{hit.label} {verb} in {owner}.{where} and kept in {kept}: {why}; {tail}"
 
     def fix(self, a: Analysis, reports: List[Report]) -> cst.Module:
-        return apply_lazy(a, [r.data for r in reports if isinstance(r.data, LazyPlan)])
+        lazy = [r.data for r in reports if isinstance(r.data, LazyPlan)]
+        if lazy:  # materialised generators wait for the next round (the rewrite starts from this module)
+            return apply_lazy(a, lazy)
+        return apply_materialise(a.module, [r.data for r in reports if isinstance(r.data, MaterialisePlan)])

@@ -624,12 +624,27 @@ def check_dataset(target: Any, *args: Any, contexts: Iterable[str] = CONTEXTS,
 
 # ------------------------------------------------------------------------------------ scripts
 
+# Runs the script as ``python script.py`` would (runpy, as ``__main__``: spawn and forkserver workers re-import
+# it by path as ``__mp_main__``), ``ctx`` "-" leaving the start method to the script. The main process's own
+# uncaught exception is written to $FORKSAFE_MAIN_ERROR: the workers share its stderr, and a second worker's
+# traceback can land after the parent's under load, so "the last error line of stderr" is not the parent's.
 _BOOT = (
-    "import multiprocessing as mp, runpy, sys\n"
+    "import multiprocessing as mp, os, runpy, sys, traceback\n"
     "ctx, path = sys.argv[1], sys.argv[2]\n"
-    "mp.set_start_method(ctx, force=True)\n"
+    "if ctx != '-':\n"
+    "    mp.set_start_method(ctx, force=True)\n"
     "sys.argv = [path] + sys.argv[3:]\n"
-    "runpy.run_path(path, run_name='__main__')\n"
+    "_pid = os.getpid()\n"
+    "try:\n"
+    "    runpy.run_path(path, run_name='__main__')\n"
+    "except SystemExit:\n"
+    "    raise\n"
+    "except BaseException as exc:\n"
+    "    _out = os.environ.get('FORKSAFE_MAIN_ERROR')\n"
+    "    if _out and os.getpid() == _pid:\n"
+    "        with open(_out, 'w', encoding='utf-8') as f:\n"
+    "            f.write(traceback.format_exception_only(type(exc), exc)[-1])\n"
+    "    raise\n"
 )
 _BOOTSTRAP_MSG = "bootstrapping phase"  # "... has finished its bootstrapping phase", wrapped and interleaved
 
@@ -640,9 +655,10 @@ def check_script(path: Union[str, "os.PathLike[str]"], *, contexts: Iterable[str
     """Run a script as ``python script.py``, once per context (concurrently, each in its own session).
 
     ``launch="boot"``: the default start method is set to the context before the script runs (for scripts
-    that never choose one). ``launch="python"``: plain ``python script.py`` with ``FORKSAFE_START_METHOD``
-    set to the context, for scripts that choose their start method themselves (``set_start_method``).
-    ok: exit status 0; fails: the last error line; flagged: exit status 0 and the script printed
+    that never choose one). ``launch="python"``: the script as ``python script.py`` runs it, with
+    ``FORKSAFE_START_METHOD`` set to the context, for scripts that choose their start method themselves
+    (``set_start_method``). ok: exit status 0; fails: the main process's own error (recorded by the launcher;
+    the last error line of stderr only if it recorded none: workers write there too); flagged: exit status 0 and the script printed
     ``forksafe-finding: KIND: message`` lines (a probe of its own, e.g. re-imports counted per epoch).
     A context that runs past its limit is run once more; twice: ``timeout``."""
     require_torch()
@@ -686,12 +702,13 @@ def _run_scripts(p: Path, ctxs: Sequence[str], tos: Mapping[str, float], args: S
     t0 = time.monotonic()
     procs = {}
     for c in ctxs:
+        main_error = tmp / f"{c}-{attempt}.main-error"
         if launch == "python":
-            cmd = [_python(), str(p), *args]
-            extra = {"FORKSAFE_START_METHOD": c}
+            cmd = [_python(), "-c", _BOOT, "-", str(p), *args]
+            extra = {"FORKSAFE_START_METHOD": c, "FORKSAFE_MAIN_ERROR": str(main_error)}
         else:
             cmd = [_python(), "-c", _BOOT, c, str(p), *args]
-            extra = {}
+            extra = {"FORKSAFE_MAIN_ERROR": str(main_error)}
         procs[c] = _Proc(cmd, tmp, f"{c}-{attempt}", cwd=str(p.parent), extra_env=extra)
     out: Dict[str, ContextResult] = {}
     for c in ctxs:
@@ -707,7 +724,8 @@ def _run_scripts(p: Path, ctxs: Sequence[str], tos: Mapping[str, float], args: S
             cr.verdict, cr.reason, cr.timed_out = HANGS, f"the script did not finish within {limit:g} s", True
         elif rc != 0:
             cr.verdict = FAILS
-            cr.error = _last_error_line(err) or ErrorInfo("exit status", str(rc))
+            cr.error = (_last_error_line(_tail(tmp / f"{c}-{attempt}.main-error", 1 << 16)) or _last_error_line(err)
+                        or ErrorInfo("exit status", str(rc)))
             if _BOOTSTRAP_MSG in flat:
                 cr.findings.append(Finding("reran_main", (
                     "a worker re-ran the script's top level: \"An attempt has been made to start a new "

@@ -218,10 +218,13 @@ def _verify_one(meta: Dict[str, Any], fix_source: Any, contexts: List[str], tmp:
             row.notes.append(f"{p.name}: {exc}")
             return None
 
-    unsafe = run(path)
-    fixed = run(fixed_path) if fixed_path is not None else None
-    row.results = {"unsafe": unsafe.to_dict() if unsafe else None, "fixed": fixed.to_dict() if fixed else None}
     gpu_missing = device != "cpu" and runner_device not in ACCELERATORS
+    # A CUDA script on a runner without CUDA/ROCm is not run at all: it could only fail for want of a GPU
+    # (a dataset fixture still runs on the CPU: its parent-side CUDA initialisation is observed by a hook).
+    skip_script = gpu_missing and meta.get("KIND") == "script"
+    unsafe = None if skip_script else run(path)
+    fixed = run(fixed_path) if fixed_path is not None and not skip_script else None
+    row.results = {"unsafe": unsafe.to_dict() if unsafe else None, "fixed": fixed.to_dict() if fixed else None}
     for version, res in (("unsafe", unsafe), ("fixed", fixed)):
         cells: Dict[str, Cell] = {}
         for ctx in contexts:
@@ -233,8 +236,9 @@ def _verify_one(meta: Dict[str, Any], fix_source: Any, contexts: List[str], tmp:
                 cells[ctx] = judge_unsafe(meta, res, ctx) if version == "unsafe" else judge_fixed(res, ctx)
         row.cells[version] = cells
     if gpu_missing:
-        if unsafe is not None and unsafe.kind == "script":
-            row.notes.append("a CUDA script: its cells need a CUDA/ROCm device (on this runner CUDA is absent)")
+        if skip_script:
+            row.notes.append("a CUDA script: not run, its cells need a CUDA/ROCm device (on this runner CUDA is "
+                             "absent)")
         elif unsafe is not None:
             where = [f.detail.get("where") for f in unsafe.findings if f.kind == "parent_cuda_init"]
             row.notes.append("unsafe: " + (f"the parent initialises CUDA at {where[0]} (torch.cuda._lazy_init hook)"
@@ -378,8 +382,8 @@ def run_verify(argv_json: bool = False, out: Optional[TextIO] = None, select: Op
 
 
 PY314_NOTE = ("Python 3.14+: Linux defaults to forkserver, so there the forkserver column is what users get unless "
-              "they choose fork: inherited handles (FRK101, FRK103) and locks (FRK203) fail to pickle instead of "
-              "sharing state, unguarded scripts (FRK401-403) fail, module-level handles (FRK102) are reopened "
+              "they choose fork: inherited handles (FRK101, FRK103), locks and generators (FRK203) fail to pickle "
+              "instead of sharing state, unguarded scripts (FRK401-403) fail, module-level handles (FRK102) are reopened "
               "by each worker's import, CUDA in the parent (FRK301, FRK404) costs a CUDA context per worker")
 
 

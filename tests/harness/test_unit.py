@@ -403,3 +403,29 @@ def test_a_run_that_times_out_once_keeps_its_rerun(tmp_path, monkeypatch):
     c = res["fork"]
     assert c.verdict == "ok" and c.attempts == 2, str(res)
     assert c.notes == ["the first run timed out (the script did not finish within 5.6 s); this is the rerun"]
+
+
+@requires_torch
+@pytest.mark.parametrize("launch", ["boot", "python"])
+def test_a_script_fails_with_its_main_process_error_not_a_later_child_line(tmp_path, launch):
+    """A child process that writes an error line to the shared stderr after the parent's traceback (a
+    second DataLoader worker dying after the parent gave up, under load) does not become the script's
+    error: the launcher records the main process's own exception."""
+    script = tmp_path / "late_child.py"
+    script.write_text(textwrap.dedent("""
+        import multiprocessing as mp
+        import sys
+        import time
+
+        def late():
+            time.sleep(1.5)
+            sys.stderr.write("ValueError: a child's error, written last\\n")
+
+        if __name__ == "__main__":
+            mp.get_context("fork").Process(target=late).start()
+            raise RuntimeError("the parent's error")
+    """))
+    res = check_script(script, contexts=["fork"], launch=launch)
+    c = res["fork"]
+    assert c.verdict == "fails", str(res)
+    assert (c.error.type, c.error.message) == ("RuntimeError", "the parent's error"), str(res)

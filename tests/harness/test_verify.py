@@ -94,8 +94,8 @@ def _check_rule(rule, gpu):
         assert "\ndetails:" not in text, text
     for m in metas:
         if _device(m) != "cpu" and not gpu and m.get("KIND") == "script":
-            assert re.search(rf"(?m)^  {re.escape(m['name'])}: a CUDA script: its cells need a CUDA/ROCm device",
-                             text), text
+            assert re.search(rf"(?m)^  {re.escape(m['name'])}: a CUDA script: not run, its cells need a CUDA/ROCm "
+                             "device", text), text
         elif _device(m) != "cpu" and not gpu:
             # never a pass: the cells are "not run", and the details say what the hook saw in the parent
             name = re.escape(m["name"])
@@ -168,3 +168,34 @@ def test_verify_json_reports_a_fixer_that_changes_nothing_or_crashes(tmp_path, m
     assert {c["status"] for c in crashed["cells"]["fixed"].values()} == {"not confirmed"}
     assert crashed["results"]["fixed"] is None and crashed["results"]["unsafe"]["target"].startswith("FRK202")
     assert doc["summary"] == {"confirmed": 7, "not confirmed": 5, "not run": 0, "-": 0}
+
+
+def test_a_cuda_script_is_not_run_without_a_gpu(tmp_path, monkeypatch):
+    """On a runner without CUDA, FRK404's script is never started (it could only fail for want of a
+    GPU): its six cells are "not run", exit status 0; a CPU fixture beside it still runs."""
+    if _gpu_runner():
+        pytest.skip("this runner has a CUDA/ROCm device")
+    import flake8_forksafe.harness.verify as verify
+
+    for name in ("FRK404_fork_cuda", "FRK201_collate_lambda"):
+        shutil.copy(RUNTIME / f"{name}.py", tmp_path / f"{name}.py")
+    ran = []
+    real = verify.check_fixture
+
+    def spy(path, **kw):
+        ran.append(path.name)
+        return real(path, **kw)
+
+    monkeypatch.setattr(verify, "check_fixture", spy)
+    out = io.StringIO()
+    rc = run_verify(True, out=out, fixtures=tmp_path, jobs=1)
+    doc = json.loads(out.getvalue())
+    assert rc == 0, doc
+    assert sorted(ran) == ["FRK201_collate_lambda.py", "FRK201_collate_lambda.py"]
+    rows = {f["name"]: f for f in doc["fixtures"]}
+    cuda = rows["FRK404_fork_cuda"]
+    assert {(v, c, cell["status"]) for v, cells in cuda["cells"].items() for c, cell in cells.items()} == {
+        (v, c, "not run") for v in ("unsafe", "fixed") for c in CONTEXTS}
+    assert cuda["results"] == {"unsafe": None, "fixed": None}
+    assert any(n.startswith("a CUDA script: not run") for n in cuda["notes"]), cuda["notes"]
+    assert doc["summary"] == {"confirmed": 6, "not confirmed": 0, "not run": 6, "-": 0}

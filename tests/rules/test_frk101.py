@@ -665,3 +665,86 @@ def test_unfixed_datasets_fail_under_spawn(tmp_path):
                                  "lazy_h5_ds": LAZY_H5_DS}, runner)
     assert proc.returncode != 0
     assert "cannot pickle 'Environment' object" in proc.stderr, proc.stderr[-2000:]
+
+
+# --------------------------------------------------------------------------------------------------
+# derived objects kept without the handle: named on self, then lazy (two rounds of one fix run)
+
+SPLIT = """
+import h5py
+from torch.utils.data import Dataset
+
+class Chained(Dataset):
+    def __init__(self, path):
+        self.x = h5py.File(path, "r")["x"]  # the data
+
+    def __getitem__(self, i):
+        return self.x[i]
+
+class Local(Dataset):
+    def __init__(self, path):
+        hf = h5py.File(path, "r")
+        self.x = hf.get("x")
+        self.n = len(hf["x"])
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return self.x[i]
+"""
+
+
+def test_split_shapes_are_fixed_in_one_run():
+    assert findings(SPLIT) == [("FRK101", 7, 17, "safe"), ("FRK101", 14, 13, "safe")]
+    out = fixed(SPLIT)
+    assert "        self._x_file_args = (path,)  # the data\n" in out
+    assert "    def _x_file(self):\n" in out and '        return self._x_file["x"]\n' in out
+    assert "        self._hf_args = (path,)\n" in out
+    assert '        self.n = len(self._hf["x"])\n        self._close_hf()' in out
+    assert 'self._x_of, self._x = self._hf, self._hf.get("x")' in out
+    assert "hf = " not in out and not check_source(out, "ds.py", ALL)
+    assert fixed(out) == out
+
+
+@pytest.mark.parametrize(
+    "body, why",
+    [
+        # the local is bound twice: its uses cannot all become self._hf
+        ('hf = h5py.File(path, "r")\n        self.x = hf["x"]\n        hf = None',
+         "hf is not assigned the handle once"),
+        # the fix's name is taken
+        ('self._x_file = 1\n        self.x = h5py.File(path, "r")["x"]', "self._x_file is already used"),
+        # the next round would decline (the attribute is assigned elsewhere): no half-done split
+        ('self.x = h5py.File(path, "r")["x"]\n\n    def reset(self):\n        self.x = []', "self.x"),
+    ],
+)
+def test_split_declined(body, why):
+    src = f"import h5py\nfrom torch.utils.data import Dataset\n\nclass DS(Dataset):\n    def __init__(self, path):\n        {body}\n"
+    [f] = check_source(src, "ds.py", CFG)
+    assert f.fix is None and why in f.message, f.message
+    assert fix_source(src, "ds.py", CFG, unsafe=True).source == src
+
+
+def test_split_fixed_dataset_pickles_and_reads_the_same(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    pytest.importorskip("torch")
+    import pickle
+    import sys
+    import types
+
+    import numpy as np
+
+    path = tmp_path / "d.h5"
+    with h5py.File(path, "w") as f:
+        f["x"] = np.arange(6, dtype="float32")
+    mod = types.ModuleType("frk101_split_fixed")
+    sys.modules[mod.__name__] = mod
+    try:
+        exec(compile(fixed(SPLIT), mod.__name__, "exec"), mod.__dict__)
+        for cls in (mod.Chained, mod.Local):
+            ds = pickle.loads(pickle.dumps(cls(str(path))))
+            assert [float(ds[i]) for i in range(6)] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+        assert len(mod.Local(str(path))) == 6
+    finally:
+        del sys.modules[mod.__name__]

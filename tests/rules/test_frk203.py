@@ -12,6 +12,7 @@ import pytest
 
 from flake8_forksafe.config import Config
 from flake8_forksafe.engine import check_source
+from flake8_forksafe.fix import fix_source
 from tests.rules._support import ALL, check_dedented, fix_dedented
 
 CFG = Config(select=("FRK203",))
@@ -179,3 +180,77 @@ def test_generator_calls_come_from_the_library_model_and_config():
         ),
     )
     assert found(cfg) == [9, 10, 11, 13, 14, 15]
+
+
+# ---------------------------------------------------------------- generators: the unsafe materialise fix
+
+GENS = """
+from pathlib import Path
+from torch.utils.data import IterableDataset
+
+class DS(IterableDataset):
+    def __init__(self, paths, root, suffix=".txt"):
+        self.files = (p for p in paths if p.endswith(suffix))
+        self.pngs = Path(root).rglob("*.png")
+
+    def __iter__(self):
+        for f in self.files:
+            yield f
+        yield from sorted(str(p) for p in self.pngs)
+"""
+
+
+def test_generator_fix_is_unsafe_and_materialises():
+    fs = check_source(textwrap.dedent(GENS), "m.py", CFG)
+    assert [(f.line, f.fix) for f in fs] == [(7, "unsafe"), (8, "unsafe")]
+    assert fs[0].message.endswith(
+        "(unsafe fix: materialise it in __init__; a second pass then sees the items again)")
+    assert fixed(GENS) == textwrap.dedent(GENS).replace(
+        "(p for p in paths if p.endswith(suffix))", "[p for p in paths if p.endswith(suffix)]").replace(
+        'Path(root).rglob("*.png")', 'list(Path(root).rglob("*.png"))')
+    # without --unsafe-fixes nothing changes
+    assert fix_dedented(GENS, "m.py", CFG, unsafe=False) == textwrap.dedent(GENS)
+
+
+def test_materialised_generator_pickles_and_yields_the_same_first_pass(tmp_path):
+    pytest.importorskip("torch")
+    (tmp_path / "a.png").write_bytes(b"")
+    before = _load(textwrap.dedent(GENS), "frk203_gens_before")
+    after = _load(fixed(GENS), "frk203_gens_after")
+    try:
+        args = (["x.txt", "y.csv", "z.txt"], str(tmp_path))
+        with pytest.raises(TypeError, match="cannot pickle 'generator'"):
+            pickle.dumps(before.DS(*args))
+        ds = pickle.loads(pickle.dumps(after.DS(*args)))
+        assert list(ds) == list(before.DS(*args)) == ["x.txt", "z.txt", str(tmp_path / "a.png")]
+    finally:
+        del sys.modules["frk203_gens_before"], sys.modules["frk203_gens_after"]
+
+
+@pytest.mark.parametrize(
+    "value, use, why",
+    [
+        ("(i for i in itertools.count())", "for x in self.it:\n            yield x", "itertools.count() is endless"),
+        ("(l.strip() for l in open(path))", "yield from self.it", "it reads a handle"),
+        ("os.scandir(path)", "yield from self.it", "os.scandir() holds an open directory"),
+        ("(x for x in read(path))", "yield from self.it", "it calls read, which may be endless or read a handle"),
+        ("Path(path).glob('*')", "yield next(self.it)", "self.it is used as an iterator in DS.__iter__"),
+        ("(x for x in path)", "return self.it", "self.it is used as an iterator in DS.__iter__"),
+        ("(x for x in iter(input, ''))", "yield from self.it", "iter(f, sentinel) may be endless"),
+    ],
+)
+def test_generator_fix_declined(value, use, why):
+    src = (f"import itertools, os\nfrom pathlib import Path\nfrom torch.utils.data import IterableDataset\n\n"
+           f"def read(p):\n    yield p\n\nclass DS(IterableDataset):\n    def __init__(self, path):\n"
+           f"        self.it = {value}\n\n    def __iter__(self):\n        {use}\n")
+    [f] = check_source(src, "m.py", CFG)
+    assert f.fix is None and f"(no automatic fix: {why}" in f.message, f.message
+    assert fix_source(src, "m.py", CFG, unsafe=True).source == src
+
+
+def test_generator_fix_declined_when_list_is_rebound():
+    src = ("from pathlib import Path\nfrom torch.utils.data import IterableDataset\n\nlist = tuple\n\n"
+           "class DS(IterableDataset):\n    def __init__(self, root):\n        self.it = Path(root).glob('*')\n\n"
+           "    def __iter__(self):\n        yield from self.it\n")
+    [f] = check_source(src, "m.py", CFG)
+    assert f.fix is None and "the name list is rebound here" in f.message
