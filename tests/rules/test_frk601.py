@@ -168,6 +168,7 @@ def test_not_reported(body):
 
 
 def test_fix_keeps_other_statements_and_passes_self_name_and_local_import():
+    # the local import moves into the property; the one __init__ no longer uses is dropped (no F401)
     src = textwrap.dedent(
         '''\
         import os
@@ -191,7 +192,6 @@ def test_fix_keeps_other_statements_and_passes_self_name_and_local_import():
 
         class DS(Dataset):
             def __init__(this, seed=3):
-                import numpy as np
                 this.n = 4; this._rng_seed = seed + 1  # FRK601: 29
 
             def __getitem__(self, i):
