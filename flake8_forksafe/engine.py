@@ -120,6 +120,7 @@ def analyse(
     return a
 
 
+@no_gc()  # a context manager made by contextlib works as a decorator, anew on each call
 def check_source(
     source: Union[str, bytes],
     path: str = "<string>",
@@ -137,25 +138,6 @@ def check_source(
     Every file is reduced to the statements a finding of the enabled rules can involve before libcst
     parses it (``slicing.py``; ``slice_above``: only files over that many bytes are, for tests).
     ``verdict``: the gate's verdict when the caller has it (the flake8 plugin, from flake8's tree)."""
-    with no_gc():
-        return _check_source(
-            source, path, config, prefilter=prefilter, noqa=noqa, slice_above=slice_above, index=index,
-            interactive=interactive, verdict=verdict,
-        )
-
-
-def _check_source(
-    source: Union[str, bytes],
-    path: str = "<string>",
-    config: Optional[Config] = None,
-    *,
-    prefilter: bool = True,
-    noqa: bool = True,
-    slice_above: Optional[int] = None,
-    index: Any = None,
-    interactive: Optional[bool] = None,
-    verdict: Any = None,
-) -> List[Finding]:
     from flake8_forksafe import slicing
 
     config = config or Config()
