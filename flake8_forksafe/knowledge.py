@@ -273,7 +273,7 @@ def _build(data: Dict[str, dict]) -> Knowledge:
         # The textual pre-filter (prefilter.py): a file with none of these words cannot have a finding.
         words=tuple(
             dict.fromkeys(
-                ("Dataset", "DataLoader", "DataPipe", "datasets", "worker_init_fn", "num_workers")
+                ("Dataset", "DataLoader", "DataPipe", "datasets", "worker_init_fn", "num_workers", ".collate_fn")
                 + tuple(b.rsplit(".", 1)[-1] for b in datasets["bases"])
                 + tuple(b.rsplit(".", 1)[-1] for b in lib_bases)
                 + tuple(l.rsplit(".", 1)[-1] for l in datasets["loaders"])

@@ -48,10 +48,12 @@ MP_CALLS = frozenset(
     }
 )
 KEYWORDS = frozenset({"worker_init_fn", "multiprocessing_context"})
+# ``x.collate_fn = f`` / ``x.worker_init_fn = f``: attributes only a DataLoader reads (LOADER_CALL)
+LOADER_ATTRS = frozenset({"collate_fn", "worker_init_fn"})
 
 # The anchors a rule can declare (``ANCHORS = (...)`` on its class): what the gate tests for it.
 DATASET_CLASS = "dataset class"  # a class with a dataset-, loader-like base; a three-argument type()
-LOADER_CALL = "loader call"  # a loader call; a worker_init_fn= / multiprocessing_context= keyword
+LOADER_CALL = "loader call"  # a loader call; a worker_init_fn= / multiprocessing_context= keyword; x.collate_fn = f
 LOCAL_CALLABLE = "lambda or local def near a dataset constructor"  # MyDataset(...) + a lambda / local def
 START_METHOD = "module-level start-method setter"  # set_start_method / set_forkserver_preload at module level
 FORK = "fork start method"  # a start-method setter or get_context call, and the string "fork"
@@ -178,7 +180,7 @@ class StmtFact:
     a big file holds one per statement)."""
 
     __slots__ = ("start", "end", "name", "guard", "calls", "bases", "names", "attrs", "imports", "lambdas",
-                 "local_defs", "globals", "fork", "literal")
+                 "local_defs", "globals", "fork", "literal", "loader_stores")
 
     def __init__(self, start: int, end: int, name: str, guard: bool) -> None:
         self.start = start  # 1-based first line (decorators included)
@@ -195,6 +197,7 @@ class StmtFact:
         self.globals = False  # a ``global`` statement (a function rebinding a module-level name)
         self.fork = False  # the string "fork"
         self.literal = False  # a literal-only container (``X = [...]``)
+        self.loader_stores = False  # ``x.collate_fn = ...`` / ``x.worker_init_fn = ...`` (LOADER_ATTRS)
 
 
 def _base_expr(node: ast.AST) -> Optional[str]:
@@ -258,6 +261,10 @@ def stmt_fact(stmt: ast.stmt, offset: int, imports: Dict[str, Set[str]]) -> Stmt
             f.bases.append(tuple(_base_expr(b) for b in node.bases))  # type: ignore[attr-defined]
         elif t is ast.Lambda:
             f.lambdas = True
+        elif t is ast.Assign:
+            for tg in node.targets:  # type: ignore[attr-defined]
+                if type(tg) is ast.Attribute and tg.attr in LOADER_ATTRS and type(tg.value) is ast.Name:
+                    f.loader_stores = True
         elif t is ast.Global:
             f.globals = True
             continue
@@ -351,6 +358,8 @@ class Facts:
         mp = bool(anchors & MP_ANCHORS)
         constructors = setters = module_setter = contexts = starters = processes = False
         for s in self.stmts:
+            if loader and s.loader_stores:
+                return True
             for bases in s.bases:
                 for b in bases:
                     if dataset and self.base_anchor(b):

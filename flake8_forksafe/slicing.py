@@ -60,6 +60,8 @@ def _anchored(facts: Facts, s: StmtFact, anchors: FrozenSet[str] = ALL_ANCHORS) 
     data = bool(anchors & _DATA)
     if data and (s.lambdas or s.local_defs):
         return True
+    if s.loader_stores and LOADER_CALL in anchors:
+        return True
     mp = bool(anchors & MP_ANCHORS)
     if s.bases and (data or mp):
         for bases in s.bases:

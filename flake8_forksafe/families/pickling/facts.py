@@ -33,6 +33,11 @@ LOADER_CALLABLES = (("sampler", 3), ("batch_sampler", 4), ("collate_fn", 6), ("w
 SPAWN_HINT = "spawn/forkserver workers cannot pickle it (it only works under fork)"
 
 
+# attributes only a DataLoader reads when it starts its workers: assigned on an object the function
+# was given, that object is a loader
+LOADER_ONLY_ATTRS = frozenset({"collate_fn", "worker_init_fn"})
+
+
 @dataclass
 class Leaf:
     kind: str  # "lambda", "def" (a local function), "class" (a local class, or an instance of one)
@@ -454,7 +459,8 @@ class Sinks:
     def loader_attributes(self) -> Iterator[Sink]:
         """``loader.collate_fn = f`` / ``dl.worker_init_fn = f`` after construction, on a name bound
         to a DataLoader call whose num_workers is not 0 (the loader reads the attribute when it starts
-        its workers, and spawn pickles it)."""
+        its workers, and spawn pickles it), or, for ``collate_fn`` / ``worker_init_fn`` (which only a
+        loader reads), on a name the function does not bind (a parameter, a loop over given loaders)."""
         a = self.a
         loaders = {id(lc.node): lc for lc in loader_sites(a)}
         for st in a.attr_stores:
@@ -462,11 +468,19 @@ class Sinks:
                 continue
             values = a.local_values(st.name, st.func) if st.func is not None else a.module_assigns.get(st.name, [])
             lcs = [loaders[id(v)] for v in values if id(v) in loaders]
-            if not lcs or all(lc.workers == "zero" for lc in lcs):
+            if lcs:
+                if all(lc.workers == "zero" for lc in lcs):
+                    continue
+                where = f"{st.name}.{st.attr} of a DataLoader whose num_workers is not 0"
+            elif not values and st.func is not None and st.attr in LOADER_ONLY_ATTRS:
+                # a loader the function was given (a parameter, a loop over them): its num_workers is
+                # the caller's, not literally 0 here
+                where = f"{st.name}.{st.attr}, a DataLoader {st.func.node.name.value}() was given (its num_workers is the caller's)"
+            else:
                 continue
             leaves = self.keeper.leaves(st.value, st.func, st.attr)
             if leaves:
-                yield Sink(f"assigned to {st.name}.{st.attr} of a DataLoader whose num_workers is not 0", False, leaves)
+                yield Sink(f"assigned to {where}", False, leaves)
 
     def dataset_attributes(self) -> Iterator[Sink]:
         """``self.x = ...`` (or a container on self) in a dataset's methods, except methods that only
