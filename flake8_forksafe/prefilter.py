@@ -9,7 +9,8 @@ one walk. A file goes on to libcst when it has one of the anchors the rules star
 - a class whose base is dataset-, loader- or process-like, or a three-argument ``type()``
   (FRK1xx, FRK2xx, FRK3xx, FRK6xx: every dataset rule starts from a dataset class or a call below);
 - a call of a loader, of a dataset class by name (``MyDataset(...)``, ``torchvision.datasets.X(...)``),
-  or a call with ``worker_init_fn=`` / ``multiprocessing_context=`` (FRK201-203, FRK302, FRK501, FRK602);
+  or a call with ``worker_init_fn=`` / ``multiprocessing_context=`` (FRK201-203, FRK302, FRK501, FRK602),
+  or an assignment to ``x.collate_fn`` / ``x.worker_init_fn`` (FRK201/202: a given loader's attribute);
 - a start-method setter call (FRK402, FRK403), or a ``get_context`` call next to the string
   ``"fork"`` (FRK404);
 - a worker-starting call (pool, process, ``spawn``) that module-level code outside the main guard can

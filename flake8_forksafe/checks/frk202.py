@@ -7,8 +7,8 @@ from typing import Dict, Iterator, List, Tuple
 
 import libcst as cst
 
-from flake8_forksafe.analysis import Analysis, FuncInfo, no_worker_processes, positional, string_value
-from flake8_forksafe.families.pickling.facts import collect, is_dataset_base_expr, qualname
+from flake8_forksafe.analysis import Analysis, FuncInfo, loaders_of, no_worker_processes, positional, string_value
+from flake8_forksafe.families.pickling.facts import collect, in_test, is_dataset_base_expr, qualname
 from flake8_forksafe.families.pickling.plans import (
     Renamer,
     definition_plan,
@@ -144,6 +144,10 @@ def make(items):
                 continue
             if any(c.defines_reduce for c in a.mro(cls)) or no_worker_processes(a, cls):
                 continue
+            if in_test(cls.in_function) and not loaders_of(a, cls) and not any(
+                lc.workers != "zero" for lc in a.loader_calls
+            ):
+                continue  # a test's dataset that no loader of the file with workers is given
             outer = qualname(cls.in_function)
             found[id(cls.node)] = (
                 cls.node,

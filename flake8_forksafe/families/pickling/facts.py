@@ -621,3 +621,21 @@ def is_dataset_base_expr(a: Analysis, expr: cst.BaseExpression, scope: Optional[
             if any(is_dataset_base_expr(a, v, scope, depth + 1) for v in values):
                 return True
     return a._is_dataset_base_name(a.qualify(expr))
+
+
+def in_test(fn: Optional[FuncInfo]) -> bool:
+    """``fn`` is, or is nested in, a test function or a test fixture (pytest collects ``test*``
+    functions and methods; ``@pytest.fixture`` / ``@fixture`` builds what they use): the test
+    decides which loaders its objects reach."""
+    while fn is not None:
+        name = fn.node.name.value
+        if name.startswith("test"):
+            return True
+        for d in fn.node.decorators:
+            e = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            last = e.attr.value if isinstance(e, cst.Attribute) else e.value if isinstance(e, cst.Name) else ""
+            if last == "fixture":
+                return True
+        fn = fn.parent
+    return False
+
