@@ -9,10 +9,11 @@ dictionary lookup.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -573,8 +574,10 @@ class _Indexer(cst.CSTVisitor):
             for el in target.elements:
                 self._target(el.value, None, stmt, kind)
             return
-        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and value is not None and kind == "assign":
-            self.a.attr_stores.append(AttrStore(fn, target.value.value, target.attr.value, value, stmt))
+        if isinstance(target, cst.Attribute) and kind == "assign":
+            self.a.attr_targets.append(target)
+            if isinstance(target.value, cst.Name) and value is not None:
+                self.a.attr_stores.append(AttrStore(fn, target.value.value, target.attr.value, value, stmt))
         if fn is None:
             if isinstance(target, cst.Name) and value is not None:
                 self.a.module_assigns.setdefault(target.value, []).append(value)
@@ -623,6 +626,22 @@ class _Indexer(cst.CSTVisitor):
             fn.local_assigns.setdefault(node.asname.name.value, []).append(node.item)
 
 
+def _per_class(method: Callable[["Analysis", ClassInfo], List[Any]]) -> Callable[["Analysis", ClassInfo], List[Any]]:
+    """Answer once per class and analysis (the rules ask for a dataset's parent side, hooks and
+    library bases again and again; the index behind them is not free); callers get a copy."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def wrapper(self: "Analysis", cls: ClassInfo) -> List[Any]:
+        key = (name, id(cls))
+        got = self._memo.get(key)
+        if got is None:
+            got = self._memo[key] = method(self, cls)
+        return list(got)
+
+    return wrapper
+
+
 CONTAINER_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "__setitem__"})
 
 
@@ -652,6 +671,8 @@ class Analysis:
         self.lambdas: List[Tuple[cst.Lambda, Optional[FuncInfo], Optional[cst.CSTNode]]] = []
         self.module_assigns: Dict[str, List[cst.BaseExpression]] = {}
         self.attr_stores: List["AttrStore"] = []  # `name.attr = value` (loader.collate_fn = fn, ...)
+        self.attr_targets: List[cst.Attribute] = []  # every `<expr>.attr = ...` / `: T = ...` target
+        self._memo: Dict[Tuple[str, Any], Any] = {}  # per-class answers the rules ask again and again
         # imports are collected in the same walk; qualify() needs them, so walk imports first
         self._collect_imports()
         _Indexer(self).walk(module)
@@ -953,10 +974,13 @@ class Analysis:
         mod = self.module_name[0]
         if q.rpartition(".")[0] == mod:
             return None  # same module: the closure follows it
-        try:
-            return self.index.function_cuda(q)
-        except RecursionError:
-            return None
+        key = ("project_call_cuda", q)
+        if key not in self._memo:
+            try:
+                self._memo[key] = self.index.function_cuda(q)
+            except RecursionError:
+                self._memo[key] = None
+        return self._memo[key]
 
     def project_loader_attrs(self, cls: ClassInfo) -> Dict[str, Tuple[str, str, int]]:
         """``self.X`` attributes that a base class of ``cls`` in another module of the project passes
@@ -1032,6 +1056,7 @@ class Analysis:
             props |= c.properties
         return props
 
+    @_per_class
     def library_bases(self, cls: ClassInfo) -> List[str]:
         """The bases of ``cls`` outside this file (through same-file bases), as qualified names; with
         the project index, the bases outside the project reached through project base classes too."""
@@ -1047,6 +1072,7 @@ class Analysis:
                     out.append(o)
         return out
 
+    @_per_class
     def init_hooks(self, cls: ClassInfo) -> List[str]:
         """Methods of ``cls`` that a base ``__init__`` outside this file calls on self: the hooks of a
         library model (PyG ``Dataset.__init__`` -> ``process()``), or what a project base class's
@@ -1070,11 +1096,13 @@ class Analysis:
                 out |= k.library_transient(q)
         return frozenset(out)
 
+    @_per_class
     def parent_side(self, cls: ClassInfo) -> List[FuncInfo]:
         names = PARENT_ROOTS + tuple(self.init_hooks(cls))
         roots = [self.resolve_method(cls, n) for n in names]
         return self.closure(cls, [r for r in roots if r is not None])
 
+    @_per_class
     def worker_side(self, cls: ClassInfo) -> List[FuncInfo]:
         names = WORKER_ROOTS
         if any((q or "").endswith("DataPipe") for c in self.mro(cls) for q in c.base_qnames):

@@ -238,10 +238,11 @@ def conditional_nodes(a: Analysis, fn: FuncInfo) -> Set[int]:
     return v.inside
 
 
-class _DatasetRefs(cst.CSTVisitor):
+class _DatasetRefs:
     """``<x>.dataset.ATTR = ...``, ``setattr(<x>.dataset, "ATTR", ...)``, ``<x>.dataset.ATTR.seed(...)``
     and ``<x>.dataset.METHOD(...)`` anywhere (a worker_init_fn renewing the dataset's RNG per
-    worker); ``dataset = get_worker_info().dataset`` aliases count as ``<x>.dataset``."""
+    worker); ``dataset = get_worker_info().dataset`` aliases count as ``<x>.dataset``. Read from the
+    analysis's assignment targets and call sites (no walk of its own)."""
 
     def __init__(self, aliases: Set[str], again: Set[str]) -> None:
         self.aliases = aliases
@@ -254,21 +255,14 @@ class _DatasetRefs(cst.CSTVisitor):
             return node.attr.value == "dataset"
         return isinstance(node, cst.Name) and node.value in self.aliases
 
-    def _target(self, t: cst.BaseExpression) -> None:
-        if isinstance(t, cst.Attribute) and self._is_dataset(t.value):
-            self.attrs.add(t.attr.value)
-        elif isinstance(t, (cst.Tuple, cst.List)):
-            for el in t.elements:
-                self._target(el.value)
+    def collect(self, a: Analysis) -> None:
+        for t in a.attr_targets:
+            if self._is_dataset(t.value):
+                self.attrs.add(t.attr.value)
+        for site in a.calls:
+            self._call(site.node)
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            self._target(t.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._target(node.target)
-
-    def visit_Call(self, node: cst.Call) -> None:
+    def _call(self, node: cst.Call) -> None:
         f = node.func
         if isinstance(f, cst.Name) and f.value == "setattr" and len(node.args) >= 2:
             name = string_value(node.args[1].value)
@@ -295,7 +289,7 @@ def worker_init_renewal(a: Analysis) -> WorkerInitRenewal:
             if any(isinstance(v, cst.Attribute) and v.attr.value == "dataset" for v in values):
                 aliases.add(name)
     v = _DatasetRefs(aliases, reseed_methods(a))
-    a.module.visit(v)
+    v.collect(a)
     methods = set(v.methods)
     for lc in a.loader_calls:
         arg = lc.arg("worker_init_fn", 10)
