@@ -26,7 +26,9 @@ GOOD = (
     "from torch.utils.data import Dataset\n\nclass D(Dataset):\n"
     "    def __init__(self, p):\n        self.f = open(p)\n"
 )
-HEAD = "from torch.utils.data import Dataset, DataLoader\n\n"
+# a dataset class: the gate lets every deep file through to the guard (a file the gate turns away
+# never reaches a parser that could crash: CPython 3.11+ parses these chains or raises)
+HEAD = "from torch.utils.data import Dataset, DataLoader\n\nclass Items(Dataset):\n    pass\n\n"
 
 # kind -> (statement of depth N, the depth the guard reports)
 CHAINS = {

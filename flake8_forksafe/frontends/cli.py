@@ -165,7 +165,12 @@ def _read(path: str, stdin_name: Optional[str]) -> Tuple[str, bytes]:
 # ------------------------------------------------------------------------------------------ check
 
 
-def check_file(path: str, cfg: Config, data: Optional[bytes] = None, cache=None, index=None) -> Outcome:
+def check_file(
+    path: str, cfg: Config, data: Optional[bytes] = None, cache=None, index=None, isolate=None
+) -> Optional[Outcome]:
+    """One file's findings, error line and skip line. ``isolate(text)``: asked once the gate has let
+    the file through, before any libcst parse; True returns None (the caller analyses the file in a
+    child process: ``isolation.check_serially``)."""
     shown = path
     try:
         if data is None:
@@ -177,6 +182,8 @@ def check_file(path: str, cfg: Config, data: Optional[bytes] = None, cache=None,
 
     own = cfg.for_path(path)  # per-file-ignores; the cache holds findings before them
     if file_language(path) == "notebook":
+        if isolate is not None and isolate(data.decode("utf-8", "replace")):
+            return None
         found, err, skipped = _check_notebook(path, data, own)
         return _per_file_filter(found, own), err, skipped
     text = ""
@@ -192,6 +199,8 @@ def check_file(path: str, cfg: Config, data: Optional[bytes] = None, cache=None,
             hit = cache.get(digest, shown)
             if hit is not None:
                 return _per_file_filter(hit, own), None, None
+        if isolate is not None and isolate(text):
+            return None
         findings = check_source(text, shown, cfg, index=index, verdict=verdict)
         if digest is not None:
             cache.put(digest, findings)

@@ -275,11 +275,20 @@ def check_serially(files: Sequence[str], cfg: Any, use_cache: bool) -> List[Any]
         except OSError:
             out.append(check_file(path, cfg, cache=cache))  # says why, in one line
             continue
-        if risky(data, cfg.knowledge):
-            out.append(call_isolated(_check_path_alone, (path, cfg, use_cache), lambda job, why: worker_died(job[0], why)))
-        else:
-            out.append(check_file(path, cfg, data=data, cache=cache, index=_index(path, cfg, use_cache)))
+        got = None
+        if len(data) <= RISKY_BYTES:  # deep files are told apart once the gate lets them through
+            got = check_file(path, cfg, data=data, cache=cache, index=_index(path, cfg, use_cache), isolate=_deep)
+        if got is None:
+            got = call_isolated(_check_path_alone, (path, cfg, use_cache), lambda job, why: worker_died(job[0], why))
+        out.append(got)
     return out
+
+
+def _deep(text: str) -> bool:
+    """Nested deep enough (under the guard's limit) that libcst could take the process down."""
+    from flake8_forksafe.guard import depth_upto
+
+    return depth_upto(text) > RISKY_DEPTH
 
 
 # ------------------------------------------------------------------------------- forksafe fix
