@@ -672,7 +672,9 @@ class Analysis:
         self.module_assigns: Dict[str, List[cst.BaseExpression]] = {}
         self.attr_stores: List["AttrStore"] = []  # `name.attr = value` (loader.collate_fn = fn, ...)
         self.attr_targets: List[cst.Attribute] = []  # every `<expr>.attr = ...` / `: T = ...` target
-        self._memo: Dict[Tuple[str, Any], Any] = {}  # per-class answers the rules ask again and again
+        self._memo: Dict[Tuple[str, Any], Any] = {}
+        # classes that are datasets' only because a dataset keeps their objects: id -> why (dataset_classes)
+        self.kept_by: Dict[int, str] = {}  # per-class answers the rules ask again and again
         # imports are collected in the same walk; qualify() needs them, so walk imports first
         self._collect_imports()
         _Indexer(self).walk(module)
@@ -831,6 +833,7 @@ class Analysis:
                                 t = self.module_classes.get(v.func.value)
                                 if t is not None and id(t) not in ids and itemish(t):
                                     add(t)
+                                    self.kept_by[id(t)] = f"dataset {c.name} keeps its objects"
                                     changed = True
             for lc in self.loader_calls:
                 t = lc.dataset_class
@@ -841,6 +844,7 @@ class Analysis:
                 for t in self.registry_classes(c):
                     if id(t) not in ids and itemish(t):
                         add(t)
+                        self.kept_by[id(t)] = f"dataset {c.name} builds its objects from a module-level registry and keeps them"
                         changed = True
         return out
 

@@ -39,6 +39,7 @@ class Kept:
     fn: FuncInfo
     sa: SelfAssign
     handle: KeptHandle
+    via: str = ""  # why ``cls`` reaches workers when it is not a dataset itself (Analysis.kept_by)
 
 
 def parent_kept_handles(a: Analysis, cls: ClassInfo) -> List[Kept]:
@@ -68,7 +69,7 @@ def parent_kept_handles(a: Analysis, cls: ClassInfo) -> List[Kept]:
                     or (recreated_on_unpickle(a, cls, sa.attr) and not worker_uses_attr(a, cls, sa.attr))
                 ):
                     continue
-                out.append(Kept(cls, fn, sa, k))
+                out.append(Kept(cls, fn, sa, k, a.kept_by.get(id(cls), "")))
     return out
 
 
@@ -351,8 +352,9 @@ class DS(Dataset):
         tail = "open it lazily in each worker process"
         if not isinstance(fix, LazyPlan):
             tail += f" (no automatic fix: {fix})"
+        via = f" ({owner} is not a dataset, but {k.via})" if k.via else ""
         return (
-            f"{what}() opened in {owner}.{in_} and kept in {where}self.{k.sa.attr}: forked DataLoader "
+            f"{what}() opened in {owner}.{in_} and kept in {where}self.{k.sa.attr}{via}: forked DataLoader "
             f"workers share the parent's handle and spawn workers cannot pickle it; {tail}"
         )
 

@@ -748,3 +748,40 @@ def test_split_fixed_dataset_pickles_and_reads_the_same(tmp_path):
         assert len(mod.Local(str(path))) == 6
     finally:
         del sys.modules[mod.__name__]
+
+
+def test_message_names_the_dataset_that_keeps_a_reader():
+    """A reader class is checked because a dataset keeps its objects: the message says which and how."""
+    src = """
+        import h5py
+        from torch.utils.data import Dataset
+
+        class Reader:
+            def __init__(self, p):
+                self.f = h5py.File(p, "r")
+
+            def __getitem__(self, i):
+                return self.f["x"][i]
+
+        READERS = {"h5": Reader}
+
+        class Direct(Dataset):
+            def __init__(self, p):
+                self.reader = Reader(p)
+
+            def __getitem__(self, i):
+                return self.reader[i]
+
+        class Registry(Dataset):
+            def __init__(self, p, kind):
+                self.reader = READERS[kind](p)
+
+            def __getitem__(self, i):
+                return self.reader[i]
+    """
+    [f] = check_dedented(src, "ds.py", CFG)
+    assert (f.line, f.col) == (7, 17)  # dedent keeps the leading blank line
+    assert "opened in Reader.__init__ and kept in self.f (Reader is not a dataset, but dataset Direct keeps its objects)" in f.message
+    only_registry = src.replace("self.reader = Reader(p)", "self.reader = None")
+    [g] = check_dedented(only_registry, "ds.py", CFG)
+    assert "(Reader is not a dataset, but dataset Registry builds its objects from a module-level registry and keeps them)" in g.message
