@@ -25,7 +25,12 @@ from flake8_forksafe.families.handles.facts import (
 )
 from flake8_forksafe.families.handles.iterators import consumed_at_once, generator_call
 from flake8_forksafe.families.handles.lazy import LazyPlan, apply_lazy, plan_lazy
-from flake8_forksafe.families.handles.materialise import MaterialisePlan, apply_materialise, plan_materialise
+from flake8_forksafe.families.handles.materialise import (
+    MaterialisePlan,
+    apply_materialise,
+    plan_lazy_generator,
+    plan_materialise,
+)
 from flake8_forksafe.model import SAFE, UNSAFE, Example, Report, Rule
 
 ADVICE = {
@@ -107,7 +112,8 @@ class UnpicklableObjectOnDataset(Rule):
     fix_applicability = SAFE
     fix_title = (
         "Create the lock or queue lazily in each worker process and drop it when pickling; "
-        "materialise an iterated generator in __init__ (unsafe)"
+        "materialise an iterated generator in __init__ (unsafe), or build one that reads a handle "
+        "lazily in each process"
     )
 
     VALID = [
@@ -244,14 +250,21 @@ class DS(Dataset):
                             fixable=isinstance(plan, (LazyPlan, MaterialisePlan)),
                             data=plan,
                         )
-                        if isinstance(plan, MaterialisePlan):
-                            rep.applicability = UNSAFE  # a second pass now sees the items again
+                        if isinstance(plan, MaterialisePlan) or (isinstance(plan, LazyPlan) and plan.unsafe):
+                            # materialised: a second pass now sees the items again; a generator expression
+                            # built lazily: its source (open(p), os.scandir) opens on first use
+                            rep.applicability = UNSAFE
                         yield rep
 
     @staticmethod
     def _plan(a: Analysis, cls: ClassInfo, fn: FuncInfo, sa: SelfAssign, hit: Hit, parent: List[FuncInfo]):
         if hit.kind == "generator":
-            return plan_materialise(a, cls, fn, sa, hit.node)
+            plan = plan_materialise(a, cls, fn, sa, hit.node)
+            if isinstance(plan, MaterialisePlan):
+                return plan
+            reads = reads_attr(_with_referenced_methods(a, cls, parent), sa.attr)
+            lazy = plan_lazy_generator(a, fn, sa, hit.node, reads)
+            return plan if lazy is None else lazy
         if hit.kind != "lazy":
             return "threads, pools and modules are not recreated automatically"
         if not hit.direct or sa.kind != "assign":
@@ -278,6 +291,13 @@ class DS(Dataset):
         tail = ADVICE[hit.kind]
         if isinstance(plan, MaterialisePlan):
             tail += " (unsafe fix: materialise it in __init__; a second pass then sees the items again)"
+        elif isinstance(plan, LazyPlan) and plan.generator:
+            tail = "create it in the process that iterates it"
+            if plan.unsafe:
+                tail += (" (unsafe fix: a PID-checked property builds it on first use in each process and pickling "
+                         "leaves it out; its source is then opened on first use, not in __init__)")
+            else:
+                tail += " (fix: a PID-checked property builds it on first use in each process; pickling leaves it out)"
         elif not isinstance(plan, LazyPlan) and hit.kind in ("lazy", "generator"):
             tail += f" (no automatic fix: {plan})"
         verb = "stored" if hit.kind == "module" else "created"
