@@ -378,9 +378,9 @@ def _inits_reading(
 
 def _recipe_lines(module: cst.Module, plan: LazyPlan) -> List[str]:
     """The property's lines that rebuild a recipe: the kept locals unpacked, then the expression as it
-    was written. Its continuation lines keep their text and move one indent deeper (the statement moves
-    from an ``__init__`` body, the caller has checked, into the property's ``if``); each entry is one
-    statement, printed after the property's indentation."""
+    was written, comments included. libcst prints its continuation lines relative to the statement's
+    block: they get the block's indentation in the property (two levels, as the first line); each entry
+    is one statement, printed after the property's own indentation."""
     n = plan.names
     ind = module.default_indent
     out = []
@@ -389,7 +389,7 @@ def _recipe_lines(module: cst.Module, plan: LazyPlan) -> List[str]:
         target = ", ".join(names) if len(names) > 1 else f"({names[0]},)"
         out.append(f"{target} = self.{n.args}")
     first, *rest = module.code_for_node(plan.call).split("\n")
-    out.append("\n".join([f"self.{n.state} = {first}"] + [ind + x if x.strip() else x for x in rest]))
+    out.append("\n".join([f"self.{n.state} = {first}"] + [ind * 2 + x if x.strip() else x for x in rest]))
     return out
 
 
