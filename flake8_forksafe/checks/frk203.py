@@ -305,6 +305,12 @@ class DS(Dataset):
 
     def fix(self, a: Analysis, reports: List[Report]) -> cst.Module:
         lazy = [r.data for r in reports if isinstance(r.data, LazyPlan)]
-        if lazy:  # materialised generators wait for the next round (the rewrite starts from this module)
-            return apply_lazy(a, lazy)
-        return apply_materialise(a.module, [r.data for r in reports if isinstance(r.data, MaterialisePlan)])
+        mats = [r.data for r in reports if isinstance(r.data, MaterialisePlan)]
+        if not lazy or not mats:
+            return apply_lazy(a, lazy) if lazy else apply_materialise(a.module, mats)
+        # both: materialise, then plan the lazy attributes again on that module (no parse: the same round)
+        b = Analysis(apply_materialise(a.module, mats), a.knowledge, a.path, a.index)
+        wanted = {(p.owner.name, p.attr) for p in lazy}
+        again = [r.data for r in self.check(b) if isinstance(r.data, LazyPlan)
+                 and (r.data.owner.name, r.data.attr) in wanted]
+        return apply_lazy(b, again)
