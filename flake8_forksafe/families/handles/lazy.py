@@ -376,11 +376,12 @@ def _inits_reading(
     return out
 
 
-def _recipe_lines(module: cst.Module, plan: LazyPlan) -> List[str]:
+def _recipe_lines(module: cst.Module, plan: LazyPlan, width: int = 88) -> List[str]:
     """The property's lines that rebuild a recipe: the kept locals unpacked, then the expression as it
     was written, comments included. libcst prints its continuation lines relative to the statement's
     block: they get the block's indentation in the property (two levels, as the first line); each entry
-    is one statement, printed after the property's own indentation."""
+    is one statement, printed after the property's own indentation. A one-line generator expression
+    that no longer fits (the property is one level deeper) is split as ruff's formatter splits it."""
     n = plan.names
     ind = module.default_indent
     out = []
@@ -388,9 +389,32 @@ def _recipe_lines(module: cst.Module, plan: LazyPlan) -> List[str]:
     if names:
         target = ", ".join(names) if len(names) > 1 else f"({names[0]},)"
         out.append(f"{target} = self.{n.args}")
-    first, *rest = module.code_for_node(plan.call).split("\n")
-    out.append("\n".join([f"self.{n.state} = {first}"] + [ind * 2 + x if x.strip() else x for x in rest]))
+    code = module.code_for_node(plan.call)
+    head = f"self.{n.state} = "
+    if "\n" not in code and len(ind * 3 + head + code) > width and isinstance(plan.call, cst.GeneratorExp):
+        out.append("\n".join(_split_genexp(module, plan.call, head, ind, width)))
+        return out
+    first, *rest = code.split("\n")
+    out.append("\n".join([head + first] + [ind * 2 + x if x.strip() else x for x in rest]))
     return out
+
+
+def _split_genexp(module: cst.Module, g: cst.GeneratorExp, head: str, ind: str, width: int) -> List[str]:
+    """``head(<g>)`` over lines: the generator inside the parentheses on a line of its own, or, when that
+    does not fit either, one line per part (the element, each ``for ... in ...``, each ``if``)."""
+    code = module.code_for_node
+    bare = g.with_changes(lpar=[], rpar=[])
+    one = code(bare)
+    if len(ind * 4 + one) <= width:
+        return [f"{head}(", ind * 3 + one, ind * 2 + ")"]
+    parts = [code(g.elt)]
+    comp: Optional[cst.CompFor] = g.for_in
+    while comp is not None:
+        prefix = "async " if comp.asynchronous is not None else ""
+        parts.append(f"{prefix}for {code(comp.target)} in {code(comp.iter)}")
+        parts += [f"if {code(c.test)}" for c in comp.ifs]
+        comp = comp.inner_for_in
+    return [f"{head}("] + [ind * 3 + x for x in parts] + [ind * 2 + ")"]
 
 
 def _split_args(module: cst.Module, plan: LazyPlan) -> Tuple[List[str], List[str], List[str]]:
@@ -466,7 +490,7 @@ def _members(module: cst.Module, plan: LazyPlan, new_args: List[str], width: int
     ind = module.default_indent
     nl = "\n"
     if plan.recipe is not None:
-        call = _recipe_lines(module, plan)
+        call = _recipe_lines(module, plan, width)
     else:
         assert isinstance(plan.call, cst.Call)
         func = module.code_for_node(plan.call.func)
