@@ -38,7 +38,9 @@ and a second pass still finds it exhausted (one-shot, as the original). What cha
   so those fixes are **unsafe**;
 * a worker no longer inherits the parent's generator: it starts its own from the beginning instead
   of continuing from wherever the parent left it (exhausted, after a sanity pass with
-  ``num_workers=0``) or sharing the parent's file offset: that is the hazard being fixed.
+  ``num_workers=0``) or sharing the parent's file offset: that is the hazard being fixed. If the
+  parent had started it, dropping the inherited copy in the worker runs its cleanup there (a ``with``
+  block closes the worker's copy of the file).
 
 Declined (with the reason): the parent side reads the attribute (``__init__`` after the assignment,
 ``__len__``, what they call: a fresh generator per process would lose what the parent consumed, e.g. a
