@@ -499,8 +499,8 @@ def _recipe_names(
                 )
                 if not plain:
                     return f"the local {name} is not assigned once, plainly, before it in {fn.name}"
-            if name == "os":
-                return "it reads a local named os (the fix calls os.getpid())"
+            if name in ("os", "getattr"):  # a local of that name would shadow what the property calls
+                return f"it reads a local named {name} (the fix calls {name} in the property)"
             if handle_source(a, cst.Name(name), fn) is not None:
                 return f"{name} is a handle opened outside the generator (keeping it would keep the handle)"
             out.append(name)
