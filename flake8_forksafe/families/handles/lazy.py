@@ -14,14 +14,14 @@ LMDB, HDF5 and plain files; nothing less works under all three):
    the form ``state = self.__dict__.copy() ... return state`` is extended instead).
 
 Every existing use of the attribute (``self.env.begin()``, ``self.f["x"]``) keeps working unchanged.
+FRK103's lazy handles keep their attribute: the lazy test gains the PID check (closing the inherited
+handle first) and ``__getstate__`` resets the attribute.
 
 A generator kept on the instance (FRK203) uses the same property with a *recipe* instead of a call: the
 generator expression moves into the property unchanged, the ``__init__`` locals it reads are kept in
 ``self._<attr>_args`` and unpacked there (``LazyPlan.recipe``); a generator function's call is an
 ordinary call (its arguments are kept, as for a handle). ``families/handles/materialise.py`` decides
 when that is right.
-FRK103's lazy handles keep their attribute: the lazy test gains the PID check (closing the inherited
-handle first) and ``__getstate__`` resets the attribute.
 """
 
 from __future__ import annotations
