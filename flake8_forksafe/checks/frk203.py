@@ -193,6 +193,59 @@ class DS(Dataset):
         return state
 """,
         ),
+        # a generator function's generator (it reads a file): built on first use in each process
+        Example(
+            """
+from torch.utils.data import IterableDataset
+
+
+def read_rows(path):
+    with open(path) as fh:
+        for line in fh:
+            yield line.split(",")
+
+
+class Rows(IterableDataset):
+    def __init__(self, path):
+        self.rows = read_rows(path)  # FRK203: 20
+
+    def __iter__(self):
+        yield from self.rows
+""",
+            """
+import os
+
+from torch.utils.data import IterableDataset
+
+
+def read_rows(path):
+    with open(path) as fh:
+        for line in fh:
+            yield line.split(",")
+
+
+class Rows(IterableDataset):
+    def __init__(self, path):
+        self._rows_args = (path,)  # FRK203: 20
+
+    def __iter__(self):
+        yield from self.rows
+
+    # forksafe: one read_rows() generator per process (PID-checked), not pickled
+    @property
+    def rows(self):
+        if getattr(self, "_rows_pid", None) != os.getpid():
+            self._rows = read_rows(*self._rows_args)
+            self._rows_pid = os.getpid()
+        return self._rows
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_rows", None)
+        state.pop("_rows_pid", None)
+        return state
+""",
+        ),
         """
 import h5py
 from torch.utils.data import Dataset
