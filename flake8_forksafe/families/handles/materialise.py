@@ -465,7 +465,10 @@ def _recipe_names(
     here = next(i for i, s in enumerate(body.body) if s is line)
     b = _Bindings()
     body.visit(b)
-    params = set(fn.params)
+    ps = fn.node.params
+    params = set(fn.params) | {
+        x.name.value for x in (ps.star_arg, ps.star_kwarg) if isinstance(x, cst.Param)
+    }  # *args and **kwargs too
     local = params | set(b.found)
     if v.bound & local:
         return f"{sorted(v.bound & local)[0]} is both a name of {fn.name} and bound inside the generator"
