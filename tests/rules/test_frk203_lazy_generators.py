@@ -277,6 +277,8 @@ def test_fixed_generator_keeps_its_meaning_in_one_process_and_restarts_per_proce
         ("self.it = (l for l in open(path))", "\n    def reopen(self):\n        self.it = iter([])\n",
          "self.it is also assigned in DS.reopen"),
         ("self.it = (l for l in open(nowhere))", "", "nowhere is not defined where the fix can see it"),
+        ("def gen(p):\n            yield p\n        self.it = gen(path)", "",
+         "gen is a name of __init__ (the property could not call it)"),
         ("getattr = bool\n        self.it = (l for l in open(path) if getattr(l))", "",
          "it reads a local named getattr (the fix calls getattr in the property)"),
     ],

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Set, Union
+from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -449,6 +449,15 @@ class _Bindings(cst.CSTVisitor):
         return False
 
 
+def _params_and_bindings(fn: FuncInfo) -> Tuple[Set[str], "_Bindings"]:
+    """``fn``'s parameters (``*args`` and ``**kwargs`` too) and the names its body binds."""
+    ps = fn.node.params
+    params = set(fn.params) | {x.name.value for x in (ps.star_arg, ps.star_kwarg) if isinstance(x, cst.Param)}
+    b = _Bindings()
+    fn.node.body.visit(b)
+    return params, b
+
+
 def _recipe_names(
     a: Analysis, owner: ClassInfo, fn: FuncInfo, line: cst.SimpleStatementLine, g: cst.GeneratorExp, attr: str
 ) -> Union[List[str], str]:
@@ -463,12 +472,7 @@ def _recipe_names(
     if not isinstance(body, cst.IndentedBlock) or not any(s is line for s in body.body):
         return "it is assigned inside a block, not at the top of the method"
     here = next(i for i, s in enumerate(body.body) if s is line)
-    b = _Bindings()
-    body.visit(b)
-    ps = fn.node.params
-    params = set(fn.params) | {
-        x.name.value for x in (ps.star_arg, ps.star_kwarg) if isinstance(x, cst.Param)
-    }  # *args and **kwargs too
+    params, b = _params_and_bindings(fn)
     local = params | set(b.found)
     if v.bound & local:
         return f"{sorted(v.bound & local)[0]} is both a name of {fn.name} and bound inside the generator"
@@ -531,6 +535,10 @@ def plan_lazy_generator(
         elif isinstance(node.func, cst.Attribute) and fn.self_name and self_attr(node.func, fn.self_name):
             cls = a.owner_class(fn)
             target = a.resolve_method(cls, node.func.attr.value) if cls is not None else None
+        if target is not None and target.is_generator and isinstance(node.func, cst.Name):
+            params, b = _params_and_bindings(fn)
+            if node.func.value in params or node.func.value in b.found:
+                return f"{node.func.value} is a name of {fn.name} (the property could not call it)"
         if target is not None and target.is_generator:
             decorated = [d for d in target.node.decorators
                          if not (isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod")]
