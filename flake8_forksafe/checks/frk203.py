@@ -25,7 +25,12 @@ from flake8_forksafe.families.handles.facts import (
 )
 from flake8_forksafe.families.handles.iterators import consumed_at_once, generator_call
 from flake8_forksafe.families.handles.lazy import LazyPlan, apply_lazy, plan_lazy
-from flake8_forksafe.families.handles.materialise import MaterialisePlan, apply_materialise, plan_materialise
+from flake8_forksafe.families.handles.materialise import (
+    MaterialisePlan,
+    apply_materialise,
+    plan_lazy_generator,
+    plan_materialise,
+)
 from flake8_forksafe.model import SAFE, UNSAFE, Example, Report, Rule
 
 ADVICE = {
@@ -107,7 +112,8 @@ class UnpicklableObjectOnDataset(Rule):
     fix_applicability = SAFE
     fix_title = (
         "Create the lock or queue lazily in each worker process and drop it when pickling; "
-        "materialise an iterated generator in __init__ (unsafe)"
+        "materialise an iterated generator in __init__ (unsafe), or build one that reads a handle "
+        "lazily in each process"
     )
 
     VALID = [
@@ -187,6 +193,59 @@ class DS(Dataset):
         return state
 """,
         ),
+        # a generator function's generator (it reads a file): built on first use in each process
+        Example(
+            """
+from torch.utils.data import IterableDataset
+
+
+def read_rows(path):
+    with open(path) as fh:
+        for line in fh:
+            yield line.split(",")
+
+
+class Rows(IterableDataset):
+    def __init__(self, path):
+        self.rows = read_rows(path)  # FRK203: 20
+
+    def __iter__(self):
+        yield from self.rows
+""",
+            """
+import os
+
+from torch.utils.data import IterableDataset
+
+
+def read_rows(path):
+    with open(path) as fh:
+        for line in fh:
+            yield line.split(",")
+
+
+class Rows(IterableDataset):
+    def __init__(self, path):
+        self._rows_args = (path,)  # FRK203: 20
+
+    def __iter__(self):
+        yield from self.rows
+
+    # forksafe: one read_rows() generator per process (PID-checked), not pickled
+    @property
+    def rows(self):
+        if getattr(self, "_rows_pid", None) != os.getpid():
+            self._rows = read_rows(*self._rows_args)
+            self._rows_pid = os.getpid()
+        return self._rows
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_rows", None)
+        state.pop("_rows_pid", None)
+        return state
+""",
+        ),
         """
 import h5py
 from torch.utils.data import Dataset
@@ -244,14 +303,21 @@ class DS(Dataset):
                             fixable=isinstance(plan, (LazyPlan, MaterialisePlan)),
                             data=plan,
                         )
-                        if isinstance(plan, MaterialisePlan):
-                            rep.applicability = UNSAFE  # a second pass now sees the items again
+                        if isinstance(plan, MaterialisePlan) or (isinstance(plan, LazyPlan) and plan.unsafe):
+                            # materialised: a second pass now sees the items again; a generator expression
+                            # built lazily: its source (open(p), os.scandir) opens on first use
+                            rep.applicability = UNSAFE
                         yield rep
 
     @staticmethod
     def _plan(a: Analysis, cls: ClassInfo, fn: FuncInfo, sa: SelfAssign, hit: Hit, parent: List[FuncInfo]):
         if hit.kind == "generator":
-            return plan_materialise(a, cls, fn, sa, hit.node)
+            plan = plan_materialise(a, cls, fn, sa, hit.node)
+            if isinstance(plan, MaterialisePlan):
+                return plan
+            reads = reads_attr(_with_referenced_methods(a, cls, parent), sa.attr)
+            lazy = plan_lazy_generator(a, fn, sa, hit.node, reads)
+            return plan if lazy is None else lazy
         if hit.kind != "lazy":
             return "threads, pools and modules are not recreated automatically"
         if not hit.direct or sa.kind != "assign":
@@ -278,6 +344,13 @@ class DS(Dataset):
         tail = ADVICE[hit.kind]
         if isinstance(plan, MaterialisePlan):
             tail += " (unsafe fix: materialise it in __init__; a second pass then sees the items again)"
+        elif isinstance(plan, LazyPlan) and plan.generator:
+            tail = "create it in the process that iterates it"
+            if plan.unsafe:
+                tail += (" (unsafe fix: a PID-checked property builds it on first use in each process and pickling "
+                         "leaves it out; its source is then opened on first use, not in __init__)")
+            else:
+                tail += " (fix: a PID-checked property builds it on first use in each process; pickling leaves it out)"
         elif not isinstance(plan, LazyPlan) and hit.kind in ("lazy", "generator"):
             tail += f" (no automatic fix: {plan})"
         verb = "stored" if hit.kind == "module" else "created"
@@ -285,6 +358,12 @@ class DS(Dataset):
 
     def fix(self, a: Analysis, reports: List[Report]) -> cst.Module:
         lazy = [r.data for r in reports if isinstance(r.data, LazyPlan)]
-        if lazy:  # materialised generators wait for the next round (the rewrite starts from this module)
-            return apply_lazy(a, lazy)
-        return apply_materialise(a.module, [r.data for r in reports if isinstance(r.data, MaterialisePlan)])
+        mats = [r.data for r in reports if isinstance(r.data, MaterialisePlan)]
+        if not lazy or not mats:
+            return apply_lazy(a, lazy) if lazy else apply_materialise(a.module, mats)
+        # both: materialise, then plan the lazy attributes again on that module (no parse: the same round)
+        b = Analysis(apply_materialise(a.module, mats), a.knowledge, a.path, a.index)
+        wanted = {(p.owner.name, p.attr) for p in lazy}
+        again = [r.data for r in self.check(b) if isinstance(r.data, LazyPlan)
+                 and (r.data.owner.name, r.data.attr) in wanted]
+        return apply_lazy(b, again)

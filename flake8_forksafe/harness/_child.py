@@ -22,7 +22,7 @@ import sys
 import time
 import traceback
 from collections import Counter
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 # Loader options the harness sets itself, or that would break the index-by-index comparison.
 _IGNORED = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "drop_last", "num_workers",
@@ -106,6 +106,7 @@ class ModuleSource:
         self.data_dir = data_dir
         self.mod: Any = None
         self.data: Dict[str, Any] = {}
+        self.one_shot = bool(spec.get("one_shot"))  # a fresh dataset for each baseline pass after the first
 
     phase = "loading"
 
@@ -164,6 +165,7 @@ class PickleSource:
     """A dataset object or a (factory, args, kwargs) pickled by the caller."""
 
     phase = "unpickling"
+    one_shot = False
 
     def __init__(self, spec: Dict[str, Any], data_dir: str):
         self.spec = spec
@@ -268,11 +270,15 @@ class Case:
                 lk = self._loader_kwargs(res, ds)
                 state["wrapped"] = wrapped = self.probes.wrap(ds)
                 self.kind = "iterable" if isinstance(wrapped, self.probes.ProbeIterable) else "map"
-                baseline = self._baseline(wrapped, lk)
+                # A one-shot dataset (it keeps a generator) yields its items once per process: every pass
+                # after the first gets a fresh one; the loader still gets `wrapped`, iterated by the parent.
+                fresh = (lambda: self.probes.wrap(self.source.make())) if self.source.one_shot else None
+                baseline = self._baseline(wrapped, lk, fresh=fresh)
                 if self.nondeterministic is None:
                     # Random? Two plain passes (no worker_init_fn: it may seed from constants) differ.
-                    first = baseline if self.kind == "map" else self._baseline(wrapped, lk, simulate=False)
-                    second = self._baseline(wrapped, lk, simulate=False)
+                    again = fresh or (lambda: wrapped)
+                    first = baseline if self.kind == "map" else self._baseline(again(), lk, simulate=False)
+                    second = self._baseline(again(), lk, simulate=False)
                     self.baseline_a = [b[1] for b in first]
                     self.baseline_b = [b[1] for b in second]
                     self.nondeterministic = self.baseline_a != self.baseline_b
@@ -320,8 +326,8 @@ class Case:
                                     f"{self.num_workers} workers, one start method at a time)")
         return lk
 
-    def _baseline(self, wrapped: Any, lk: Dict[str, Any],
-                  simulate: bool = True) -> List[Tuple[Dict[str, Any], str, str]]:
+    def _baseline(self, wrapped: Any, lk: Dict[str, Any], simulate: bool = True,
+                  fresh: Optional[Callable[[], Any]] = None) -> List[Tuple[Dict[str, Any], str, str]]:
         from torch.utils.data import DataLoader, IterableDataset
         from torch.utils.data._utils import collate as _collate
         from torch.utils.data._utils import worker as _worker
@@ -335,11 +341,12 @@ class Case:
         init = lk.get("worker_init_fn")
         try:
             for w in range(self.num_workers):
+                ds = wrapped if w == 0 or fresh is None else fresh()  # one-shot: each worker replayed afresh
                 _worker._worker_info = _worker.WorkerInfo(
-                    id=w, num_workers=self.num_workers, seed=1000 + w, dataset=wrapped)
+                    id=w, num_workers=self.num_workers, seed=1000 + w, dataset=ds)
                 if init is not None:
                     init(w)
-                out.extend(DataLoader(wrapped, batch_size=None, num_workers=0, collate_fn=collate, **kw))
+                out.extend(DataLoader(ds, batch_size=None, num_workers=0, collate_fn=collate, **kw))
         finally:
             _worker._worker_info = None
         return out

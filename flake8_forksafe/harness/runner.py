@@ -464,12 +464,16 @@ def check_module(path: Union[str, "os.PathLike[str]"], factory: str = "make_data
                  build: Optional[str] = "build_data", loader: Optional[str] = "make_loader_kwargs",
                  kwargs: Optional[Mapping[str, Any]] = None, contexts: Iterable[str] = CONTEXTS,
                  num_workers: int = 2, timeout: Timeout = None, keep_tmp: bool = False,
-                 scaled: bool = False) -> CaseResult:
+                 scaled: bool = False, one_shot: bool = False) -> CaseResult:
     """Check the dataset built by ``factory(**build_data(tmpdir), **kwargs)`` from a module file.
 
     The module is imported only in the harness subprocess (by name, from its folder, so spawn workers can
     import it too). ``make_loader_kwargs()`` (optional) returns extra DataLoader options such as
-    ``collate_fn`` or ``worker_init_fn``."""
+    ``collate_fn`` or ``worker_init_fn``.
+
+    ``one_shot``: the dataset can be iterated once per process (it keeps a generator): each pass of the
+    ``num_workers=0`` baseline after the first gets a fresh dataset from ``factory``; the loader still gets
+    the first one, which the parent has iterated, as a user's sanity pass would have."""
     require_torch()
     p = Path(os.fspath(path)).resolve()
     if not p.is_file():
@@ -484,7 +488,7 @@ def check_module(path: Union[str, "os.PathLike[str]"], factory: str = "make_data
     tmp = Path(tempfile.mkdtemp(prefix="forksafe-"))
     try:
         source = {"kind": "module", "path": str(p), "factory": factory, "build": build, "loader": loader,
-                  "kwargs": dict(kwargs or {})}
+                  "kwargs": dict(kwargs or {}), "one_shot": bool(one_shot)}
         return _run_case(source, f"{p.name}:{factory}", "map", ctxs, _timeouts(timeout, ctxs, scaled), num_workers,
                          tmp)
     finally:
@@ -751,7 +755,7 @@ def _run_scripts(p: Path, ctxs: Sequence[str], tos: Mapping[str, float], args: S
 
 def fixture_meta(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
     """Module-level constants of a runtime fixture, read with ``ast`` (the fixture is never imported
-    here): RULE, KIND ("dataset" | "script"), EXPECT, DEVICES, TIMEOUT, plus the docstring."""
+    here): RULE, KIND ("dataset" | "script"), EXPECT, DEVICES, TIMEOUT, ONE_SHOT, plus the docstring."""
     p = Path(os.fspath(path))
     try:
         tree = ast.parse(p.read_text(encoding="utf-8"), str(p))
@@ -782,7 +786,8 @@ def check_fixture(path: Union[str, "os.PathLike[str]"], *, contexts: Iterable[st
     if meta["KIND"] == "script":
         return check_script(path, contexts=contexts, timeout=timeout, launch=str(meta.get("LAUNCH", "boot")),
                             scaled=scaled)
-    return check_module(path, contexts=contexts, timeout=timeout, num_workers=num_workers, scaled=scaled)
+    return check_module(path, contexts=contexts, timeout=timeout, num_workers=num_workers, scaled=scaled,
+                        one_shot=bool(meta.get("ONE_SHOT", False)))
 
 
 # ------------------------------------------------------------------------------------ assertions

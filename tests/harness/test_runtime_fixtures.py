@@ -74,6 +74,12 @@ UNSAFE = {
     "FRK203_generator_glob": {"fork": ("differs", None, []),
                               "spawn": ("fails", r"^TypeError: cannot pickle 'generator' (?:object|instances)$", []),
                               "forkserver": ("fails", r"^TypeError: cannot pickle 'generator' (?:object|instances)$", [])},
+    "FRK203_generator_file": {"fork": ("differs", None, []),
+                              "spawn": ("fails", r"^TypeError: cannot pickle 'generator' (?:object|instances)$", []),
+                              "forkserver": ("fails", r"^TypeError: cannot pickle 'generator' (?:object|instances)$", [])},
+    "FRK203_generator_func": {"fork": ("differs", None, []),
+                              "spawn": ("fails", r"^TypeError: cannot pickle 'generator' (?:object|instances)$", []),
+                              "forkserver": ("fails", r"^TypeError: cannot pickle 'generator' (?:object|instances)$", [])},
     "FRK203_lock": {"fork": ("ok", None, []),
                     "spawn": ("fails", r"^TypeError: cannot pickle '_thread\.lock' object$", []),
                     "forkserver": ("fails", r"^TypeError: cannot pickle '_thread\.lock' object$", [])},
@@ -153,7 +159,9 @@ def test_fixed_fixture_passes_everywhere(name):
 # the fixes of issue 12's shapes: the fixed dataset returns what num_workers=0 returns (the harness compares
 # each item with that baseline: in order for a map-style dataset, as a multiset for an IterableDataset)
 SAME_ITEMS = {"FRK101_h5py_chained": 24, "FRK101_h5py_local": 20, "FRK101_lmdb_chained": 24,
-              "FRK203_generator": 38, "FRK203_generator_glob": 12}
+              "FRK203_generator": 38, "FRK203_generator_glob": 12,
+              # built per process (a one-shot generator: ONE_SHOT, a fresh dataset per replayed worker)
+              "FRK203_generator_file": 30, "FRK203_generator_func": 25}
 
 
 @pytest.mark.slow
@@ -249,3 +257,18 @@ def test_restarted_workers_are_counted_per_epoch():
     assert re.search(r"per epoch: \[4, 4, 4\]\)$", f.message), str(res)
     fixed = check_fixture(FIXED / "FRK501_restarts.py", contexts=["spawn"])
     assert fixed.verdicts() == {"spawn": "ok"}, str(fixed)
+
+
+@pytest.mark.slow
+def test_one_shot_fixture_gets_a_fresh_dataset_per_baseline_pass():
+    """A dataset that keeps a generator yields once per process. Replayed on one instance, the
+    num_workers=0 baseline of two sharded workers holds only worker 0's shard (the generator is exhausted
+    when worker 1 is replayed), so even the fixed dataset would "differ"; ONE_SHOT gives each replayed
+    worker a fresh dataset, while the loader still gets the one the parent iterated."""
+    from flake8_forksafe.harness import check_module
+
+    assert fixture_meta(FIXED / "FRK203_generator_file.py")["ONE_SHOT"] is True
+    same = check_module(FIXED / "FRK203_generator_file.py", contexts=["fork"])
+    assert same["fork"].verdict == "differs" and (same["fork"].n_expected, same["fork"].n_got) == (15, 30), str(same)
+    fresh = check_module(FIXED / "FRK203_generator_file.py", contexts=["fork"], one_shot=True)
+    assert fresh["fork"].verdict == "ok" and (fresh["fork"].n_expected, fresh["fork"].n_got) == (30, 30), str(fresh)

@@ -16,6 +16,12 @@ LMDB, HDF5 and plain files; nothing less works under all three):
 Every existing use of the attribute (``self.env.begin()``, ``self.f["x"]``) keeps working unchanged.
 FRK103's lazy handles keep their attribute: the lazy test gains the PID check (closing the inherited
 handle first) and ``__getstate__`` resets the attribute.
+
+A generator kept on the instance (FRK203) uses the same property with a *recipe* instead of a call: the
+generator expression moves into the property unchanged, the ``__init__`` locals it reads are kept in
+``self._<attr>_args`` and unpacked there (``LazyPlan.recipe``); a generator function's call is an
+ordinary call (its arguments are kept, as for a handle). ``families/handles/materialise.py`` decides
+when that is right.
 """
 
 from __future__ import annotations
@@ -59,7 +65,7 @@ class LazyPlan:
     attr: str
     line: cst.SimpleStatementLine
     small: cst.BaseSmallStatement
-    call: cst.Call
+    call: cst.BaseExpression  # the factory call; a generator expression when ``recipe`` is set
     what: str  # "lmdb.open()" for docstrings
     close: Optional[str]  # the handle's close method; None for locks and queues
     import_stmt: Optional[cst.BaseSmallStatement]
@@ -68,6 +74,9 @@ class LazyPlan:
     add_getstate: bool = False
     derived: List["DerivedProp"] = field(default_factory=list)  # become read-only properties
     setter: bool = False  # something else assigns the attribute (or may: a public class in a package)
+    recipe: Optional[List[str]] = None  # an expression rebuilt per process; the __init__ locals it reads
+    generator: bool = False  # a generator (FRK203): the comment names it, nothing is closed
+    unsafe: bool = False  # the rewrite moves work out of __init__ that the program can observe
 
     @property
     def names(self) -> Names:
@@ -201,13 +210,16 @@ def plan_lazy(
     a: Analysis,
     fn: FuncInfo,
     sa: SelfAssign,
-    call: cst.Call,
+    call: cst.BaseExpression,
     what: str,
     close: Optional[str],
     derived: Sequence[DerivedProp] = (),
+    recipe: Optional[Sequence[str]] = None,
 ) -> Union[LazyPlan, str]:
     """How to turn ``self.attr = call`` into a per-process lazy attribute, or why it cannot be done
-    automatically (a short phrase). ``derived`` (see ``plan_derived``) become properties too."""
+    automatically (a short phrase). ``derived`` (see ``plan_derived``) become properties too.
+    ``recipe``: ``call`` is an expression (a generator expression) rebuilt as it is, and these are the
+    ``__init__`` locals it reads, kept on the instance (the caller has checked they can be)."""
     owner = fn.cls
     attr = sa.attr
     if owner is not None and owner.in_function is not None:
@@ -239,18 +251,23 @@ def plan_lazy(
             if g.self_reads & (names.private() - {names.close}):
                 return "the names the fix needs are already used"
     # derived handles kept from the attribute (self.txn = self.env.begin()) would outlive the fix
-    head = dotted(call.func)
-    if head is None:
-        return "the callee is not a plain name"
-    head_name = head.split(".")[0]
     import_stmt = None
-    if head_name == fn.self_name:  # self._open_env(...): a helper method returning the handle
-        if head_name != "self":
-            return "the helper is called on a receiver not named self"
-    elif head_name not in module_level_names(a.module) and not hasattr(builtins, head_name):
-        import_stmt = local_import(fn, head_name)
-        if import_stmt is None:
-            return f"{head_name} is not a module-level name"
+    if recipe is None:
+        if not isinstance(call, cst.Call):
+            return "the value is not a call"
+        head = dotted(call.func)
+        if head is None:
+            return "the callee is not a plain name"
+        head_name = head.split(".")[0]
+        if head_name == fn.self_name:  # self._open_env(...): a helper method returning the handle
+            if head_name != "self":
+                return "the helper is called on a receiver not named self"
+        elif head_name not in module_level_names(a.module) and not hasattr(builtins, head_name):
+            import_stmt = local_import(fn, head_name)
+            if import_stmt is None:
+                return f"{head_name} is not a module-level name"
+    elif fn.self_name != "self":
+        return "the method's receiver is not named self"
     setter = setter or _assigned_in_other_modules(a, owner, attr)
     gs = getstate_plan(a, owner, [attr])
     if isinstance(gs, str):
@@ -270,6 +287,7 @@ def plan_lazy(
         extend=extend,
         add_getstate=add,
         derived=list(derived),
+        recipe=list(recipe) if recipe is not None else None,
     )
     if close:
         plan.close_in = _inits_reading(a, owner, attr, [(fn, d.sa) for d in derived])
@@ -358,8 +376,52 @@ def _inits_reading(
     return out
 
 
+def _recipe_lines(module: cst.Module, plan: LazyPlan, width: int = 88) -> List[str]:
+    """The property's lines that rebuild a recipe: the kept locals unpacked, then the expression as it
+    was written, comments included. libcst prints its continuation lines relative to the statement's
+    block: they get the block's indentation in the property (two levels, as the first line); each entry
+    is one statement, printed after the property's own indentation. A one-line generator expression
+    that no longer fits (the property is one level deeper) is split as ruff's formatter splits it."""
+    n = plan.names
+    ind = module.default_indent
+    out = []
+    names = plan.recipe or []
+    if names:
+        target = ", ".join(names) if len(names) > 1 else f"({names[0]},)"
+        out.append(f"{target} = self.{n.args}")
+    code = module.code_for_node(plan.call)
+    head = f"self.{n.state} = "
+    if "\n" not in code and len(ind * 3 + head + code) > width and isinstance(plan.call, cst.GeneratorExp):
+        out.append("\n".join(_split_genexp(module, plan.call, head, ind, width)))
+        return out
+    first, *rest = code.split("\n")
+    out.append("\n".join([head + first] + [ind * 2 + x if x.strip() else x for x in rest]))
+    return out
+
+
+def _split_genexp(module: cst.Module, g: cst.GeneratorExp, head: str, ind: str, width: int) -> List[str]:
+    """``head(<g>)`` over lines: the generator inside the parentheses on a line of its own, or, when that
+    does not fit either, one line per part (the element, each ``for ... in ...``, each ``if``)."""
+    code = module.code_for_node
+    bare = g.with_changes(lpar=[], rpar=[])
+    one = code(bare)
+    if len(ind * 4 + one) <= width:
+        return [f"{head}(", ind * 3 + one, ind * 2 + ")"]
+    parts = [code(g.elt)]
+    comp: Optional[cst.CompFor] = g.for_in
+    while comp is not None:
+        prefix = "async " if comp.asynchronous is not None else ""
+        parts.append(f"{prefix}for {code(comp.target)} in {code(comp.iter)}")
+        parts += [f"if {code(c.test)}" for c in comp.ifs]
+        comp = comp.inner_for_in
+    return [f"{head}("] + [ind * 3 + x for x in parts] + [ind * 2 + ")"]
+
+
 def _split_args(module: cst.Module, plan: LazyPlan) -> Tuple[List[str], List[str], List[str]]:
     """(stored positional sources, stored keyword sources, the call's new argument sources)."""
+    if plan.recipe is not None:  # the locals the expression reads, unpacked again in the property
+        return list(plan.recipe), [], []
+    assert isinstance(plan.call, cst.Call)
     code = module.code_for_node
     args = list(plan.call.args)
     names = plan.names
@@ -427,8 +489,12 @@ def _members(module: cst.Module, plan: LazyPlan, new_args: List[str], width: int
     n = plan.names
     ind = module.default_indent
     nl = "\n"
-    func = module.code_for_node(plan.call.func)
-    call = _call_lines(f"self.{n.state} = {func}", new_args, ind, width - 3 * len(ind))
+    if plan.recipe is not None:
+        call = _recipe_lines(module, plan, width)
+    else:
+        assert isinstance(plan.call, cst.Call)
+        func = module.code_for_node(plan.call.func)
+        call = _call_lines(f"self.{n.state} = {func}", new_args, ind, width - 3 * len(ind))
     imp = module.code_for_node(plan.import_stmt) if plan.import_stmt is not None else None
     body = [f'if getattr(self, "{n.pid}", None) != os.getpid():']
     if plan.close and plan.close_in:
@@ -440,8 +506,10 @@ def _members(module: cst.Module, plan: LazyPlan, new_args: List[str], width: int
     body += [f"{ind}{x}" for x in call] + [f"{ind}self.{n.pid} = os.getpid()", f"return self.{n.state}"]
     kind = "handle" if plan.close else "object"
     head = f"# forksafe: one {plan.what} {kind} per process (PID-checked), not pickled{nl}"
+    if plan.generator:
+        head = f"# forksafe: one {plan.what} per process (PID-checked), not pickled{nl}"
     if len(head) + len(ind) > width + 1:
-        head = f"# forksafe: one {kind} per process, not pickled{nl}"
+        head = f"# forksafe: one {'generator' if plan.generator else kind} per process, not pickled{nl}"
     prop = f"{head}@property{nl}def {plan.attr}(self):{nl}" + "".join(f"{ind}{x}{nl}" for x in body)
     out = [prop]
     if plan.setter:
@@ -534,7 +602,8 @@ class _LazyTransformer(ClassRewrite):
             stored_pos, stored_kw, _ = self.new_args[id(plan)]
             srcs = _init_lines(self.module, plan, stored_pos, stored_kw, self.width)
             smalls += [small_statement(c, self.module) for c in srcs]
-            comments += comments_in(plan.call)
+            if plan.recipe is None:  # a recipe keeps its comments: the expression moves as it is
+                comments += comments_in(plan.call)
         if len(original_node.body) == 1:
             lines = [cst.SimpleStatementLine(body=[s]) for s in smalls]
             lines[0] = lines[0].with_changes(leading_lines=[*updated_node.leading_lines, *comments])
