@@ -570,7 +570,8 @@ def fixed_text(text: str, path: str, cfg: Config, unsafe: bool, code: Optional[s
     from flake8_forksafe.fix import fix_source
 
     try:
-        result = fix_source(text, path, cfg, unsafe=unsafe, select=[code] if code else None)
+        # only the rules that fix run (the text is the same; a resolve needs no other findings)
+        result = fix_source(text, path, cfg, unsafe=unsafe, select=[code] if code else None, fixers_only=True)
     except (SourceError, RecursionError):
         return None
     if not result.changed or result.errors:
