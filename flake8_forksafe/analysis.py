@@ -639,6 +639,10 @@ class Analysis:
         self.is_package_main = path.replace("\\", "/").rsplit("/", 1)[-1] == "__main__.py"
         # the code runs in a __main__ without a file: a notebook, a jupytext notebook (engine.analyse)
         self.interactive_main = False
+        # the module is a file reduced to what findings can involve (slicing.py; engine.check_source):
+        # a rule that plans over every top-level statement (FRK401) only detects here, and is run
+        # again on the whole file when it finds something
+        self.reduced = False
         self.module_body_set = _IdSet(module.body)
         self.aliases: Dict[str, str] = {}
         self.module_aliases: Set[str] = set()

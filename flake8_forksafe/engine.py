@@ -166,20 +166,28 @@ def check_source(
 
         interactive = is_jupytext(text)
     a = analyse(analysed, config, path, index, interactive)
+    a.reduced = line_map is not None and len(text) <= slicing.MAX_ANALYSED  # then FRK401 plans on the whole
     found = run_rules(a, rules)
     if not found:
         return []
-    if line_map is not None and _plans_whole_module(found) and len(text) <= slicing.MAX_ANALYSED:
+    if a.reduced and any(_plans_whole_module(rule) for rule, _ in found):
         # FRK401's fix plan weighs every top-level statement (what a moved statement may depend on):
-        # its finding and fixability come from the whole file
-        a = analyse(text, config, path, index, interactive)
-        found, line_map = run_rules(a, rules), None
+        # its finding and fixability come from the whole file; the other rules' findings are the
+        # reduced file's (the same: tests/test_slicing.py)
+        whole = [r for r in rules if _plans_whole_module(r)]
+        w = analyse(text, config, path, index, interactive)
+        kept = text if noqa else None
+        located = locate(a, [(r, rep) for r, rep in found if not _plans_whole_module(r)], path, kept, line_map)
+        located += locate(w, run_rules(w, whole), path, kept)
+        located.sort(key=lambda t: (t[0].line, t[0].col, t[0].code))
+        return [f for f, _, _ in located]
     return to_findings(a, found, path, text if noqa else None, line_map)
 
 
-def _plans_whole_module(found: List[Tuple[Rule, Report]]) -> bool:
-    declared = prefilter.declared_anchors()
-    return any(prefilter.WORKER_START in declared.get(rule.code, (frozenset(), True))[0] for rule, _ in found)
+def _plans_whole_module(rule: Rule) -> bool:
+    """The rule plans over every top-level statement (the WORKER_START anchor: FRK401)."""
+    anchors = prefilter.declared_anchors().get(rule.code, (frozenset(), True))[0]
+    return prefilter.WORKER_START in anchors
 
 
 def locate(
