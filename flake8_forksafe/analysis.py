@@ -1151,6 +1151,13 @@ class Analysis:
         """True when the module builds DataLoaders and every one of them has num_workers=0."""
         return bool(self.loader_calls) and all(lc.workers == "zero" for lc in self.loader_calls)
 
+    @cached_property
+    def statement_codes(self) -> List[str]:
+        """The code of each top-level statement, its comment and blank lines before it included
+        (FRK401's plan remembers statements by it; ``engine.locate`` counts lines with it)."""
+        code_for = self.module.code_for_node
+        return [code_for(s) for s in self.module.body]
+
     # -- the __main__ guard
     @cached_property
     def guarded_statements(self) -> Set[int]:

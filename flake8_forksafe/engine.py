@@ -105,11 +105,15 @@ class _StatementPositions:
 
     _NEWLINE = None
 
-    def __init__(self, module: cst.Module, nodes: Sequence[cst.CSTNode], tops: Any = None) -> None:
+    def __init__(
+        self, module: cst.Module, nodes: Sequence[cst.CSTNode], tops: Any = None, codes: Optional[Callable[[], List[str]]] = None
+    ) -> None:
         self.module = module
+        self.codes = codes  # each statement's code_for_node, when the caller has them
         self.owner: dict = {}  # id(node) -> index of its top-level statement
         self.shift: dict = {}  # statement index -> (its positions, lines above it)
         self.whole: Any = None
+        self.starts: List[int] = [len(module.header)]
         body = module.body
         index = {id(s): i for i, s in enumerate(body)}
         known = tops or {}
@@ -169,11 +173,14 @@ class _StatementPositions:
             if _StatementPositions._NEWLINE is None:
                 _StatementPositions._NEWLINE = re.compile(r"\r\n?|\n")  # libcst's PositionProvider's
             module, body = self.module, self.module.body
-            above = len(module.header)
+            starts = self.starts  # line before each statement, as far as needed so far
             code_for = module.code_for_node
+            codes = self.codes() if self.codes is not None else None
             newline = _StatementPositions._NEWLINE
-            for stmt in body[:i]:
-                above += len(newline.findall(code_for(stmt)))
+            while len(starts) <= i:
+                j = len(starts) - 1
+                starts.append(starts[-1] + len(newline.findall(codes[j] if codes is not None else code_for(body[j]))))
+            above = starts[i]
             last = i == len(body) - 1 and not module.footer  # only there a missing final newline shows
             alone = module.with_changes(
                 header=(), body=(body[i],), footer=(), has_trailing_newline=module.has_trailing_newline if last else True
@@ -205,7 +212,7 @@ def report_positions(a: Analysis, nodes: Sequence[cst.CSTNode]) -> Any:
     """The positions of the reported nodes (and of a def's or class's name), computed for the
     top-level statements that hold them only (``_StatementPositions``)."""
     tops = {id(c.node): c.top for c in a.calls if c.top is not None}
-    return _StatementPositions(a.module, nodes, tops)
+    return _StatementPositions(a.module, nodes, tops, lambda: a.statement_codes)
 
 
 def node_start(pos: Any, node: cst.CSTNode) -> Tuple[int, int, int, int]:
@@ -290,8 +297,9 @@ def check_source(
         whole = [r for r in rules if _plans_whole_module(r)]
         w = analyse(text, config, path, index, interactive)
         kept = text if noqa else None
-        located = locate(a, [(r, rep) for r, rep in found if not _plans_whole_module(r)], path, kept, line_map)
-        located += locate(w, run_rules(w, whole), path, kept)
+        spans: List[dict] = []  # the text's noqa ranges, tokenized once for both
+        located = locate(a, [(r, rep) for r, rep in found if not _plans_whole_module(r)], path, kept, line_map, spans)
+        located += locate(w, run_rules(w, whole), path, kept, None, spans)
         located.sort(key=lambda t: (t[0].line, t[0].col, t[0].code))
         return [f for f, _, _ in located]
     return to_findings(a, found, path, text if noqa else None, line_map)
@@ -309,15 +317,18 @@ def locate(
     path: str,
     text: Optional[str],
     line_map: Optional[List[int]] = None,
+    spans: Optional[List[dict]] = None,
 ) -> List[Tuple[Finding, Rule, Report]]:
     """Give each report its position; drop the ones a ``# noqa`` comment suppresses (when text given).
-    ``line_map`` gives the original line of each line of a reduced module (``slicing.reduce``)."""
+    ``line_map`` gives the original line of each line of a reduced module (``slicing.reduce``).
+    ``spans``: a list shared by calls on the same ``text`` (its ``# noqa`` ranges, tokenized once)."""
     # the lines Python counts (str.splitlines also breaks at \f, \u2028...: the wrong line's noqa)
     lines = prefilter.split_lines(text) if text is not None else []
     if text is not None and file_noqa(lines):
         return []
     pos = report_positions(a, [rep.node for _, rep in found])
-    spans: List[dict] = []
+    if spans is None:
+        spans = []
 
     def ranges() -> dict:  # tokenized once, only when a finding's own line has no noqa for it
         if not spans:
