@@ -100,8 +100,8 @@ def _statement_spans(a) -> List[Tuple[int, int]]:
     """0-based [start, end) line spans of the module's top-level statements (leading lines included)."""
     spans = []
     line = len(a.module.header)
-    for stmt in a.module.body:
-        n = len(split_lines(a.module.code_for_node(stmt)))
+    for code in a.statement_codes:  # each statement's code_for_node (computed once per analysis)
+        n = len(split_lines(code))
         spans.append((line, line + n))
         line += n
     return spans

@@ -169,12 +169,22 @@ def test_fixtures_and_corpus(path):
     _compare(decode(path.read_bytes(), str(path)))
 
 
-def test_names_libcst_does_not_import_use_the_whole_module(monkeypatch):
-    # a stand-in import libcst does not parse (here: a keyword let through): the whole module answers
-    module = cst.parse_module("x = None\nprint(x)\n")
-    monkeypatch.setattr(main_guard, "_NOT_NAMES", frozenset())
+def test_no_libcst_parse_for_the_stand_ins(monkeypatch):
+    # the stand-in imports are built, not parsed: a fix's parse count stays what it was
+    calls = []
+    real = cst.parse_module
+    module = real(textwrap.dedent(STRESS["dotted"]))
+    monkeypatch.setattr(cst, "parse_module", lambda *a, **k: calls.append(1) or real(*a, **k))
     main_guard._NAMES.clear()
-    with pytest.raises(cst.ParserSyntaxError):
+    assert main_guard.module_names(module) == whole_module(module) and calls == []
+
+
+def test_names_libcst_does_not_take_use_the_whole_module(monkeypatch):
+    # a stand-in libcst refuses (here: an empty name): the whole module's ScopeProvider answers
+    module = cst.parse_module("x = None\nprint(x)\n")
+    monkeypatch.setattr(main_guard, "_import", lambda name: cst.Name(""))
+    main_guard._NAMES.clear()
+    with pytest.raises(cst.CSTValidationError):
         main_guard.statement_names(module)
     assert main_guard.module_names(module) == whole_module(module) == main_guard.whole_module_names(module)
     assert whole_module(module)[0] == {0: set(), 1: {0}}

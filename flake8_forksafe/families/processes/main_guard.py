@@ -200,6 +200,15 @@ def _owners(stmts: Sequence[cst.CSTNode], first: int) -> Dict[int, int]:
     return out
 
 
+def _import(name: str) -> cst.SimpleStatementLine:
+    """``import <name>`` (a dotted name too)."""
+    parts = name.split(".")
+    expr: cst.BaseExpression = cst.Name(parts[0])
+    for part in parts[1:]:
+        expr = cst.Attribute(value=expr, attr=cst.Name(part))
+    return cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=expr)])])  # type: ignore[arg-type]
+
+
 def _dotted_for(dotted: FrozenSet[str], idents: FrozenSet[str]) -> FrozenSet[str]:
     return frozenset(d for d in dotted if all(p in idents for p in d.split(".")))
 
@@ -208,8 +217,7 @@ def _resolve(module: cst.Module, stmts: List[cst.BaseStatement], idents: Set[str
     """The names of ``stmts`` (resolved together, after the stand-in imports)."""
     from libcst.metadata import MetadataWrapper, ScopeProvider
 
-    stand_ins = sorted(idents) + sorted(dotted)
-    stubs = list(cst.parse_module("".join(f"import {n}\n" for n in stand_ins)).body) if stand_ins else []
+    stubs = [_import(n) for n in sorted(idents) + sorted(dotted)]  # built, not parsed
     stub_ids = {id(s.body[0]) for s in stubs}
     alone = module.with_changes(header=(), body=tuple(stubs) + tuple(stmts), footer=())
     scopes = MetadataWrapper(alone, unsafe_skip_copy=True).resolve(ScopeProvider)
@@ -317,7 +325,7 @@ def module_names(
     statement binds (reads inside its defs included)."""
     try:
         names = statement_names(module, codes)
-    except (cst.ParserSyntaxError, RecursionError):  # a stand-in libcst does not take: the whole module
+    except (cst.CSTValidationError, RecursionError):  # a stand-in libcst does not take: the whole module
         return whole_module_names(module)
     n = len(names)
     deps: Dict[int, Set[int]] = {i: set() for i in range(n)}
