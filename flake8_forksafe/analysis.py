@@ -658,6 +658,10 @@ class Analysis:
         self.is_package_main = path.replace("\\", "/").rsplit("/", 1)[-1] == "__main__.py"
         # the code runs in a __main__ without a file: a notebook, a jupytext notebook (engine.analyse)
         self.interactive_main = False
+        # the module is a file reduced to what findings can involve (slicing.py; engine.check_source):
+        # a rule that plans over every top-level statement (FRK401) only detects here, and is run
+        # again on the whole file when it finds something
+        self.reduced = False
         self.module_body_set = _IdSet(module.body)
         self.aliases: Dict[str, str] = {}
         self.module_aliases: Set[str] = set()
@@ -1178,6 +1182,13 @@ class Analysis:
     def all_loaders_zero(self) -> bool:
         """True when the module builds DataLoaders and every one of them has num_workers=0."""
         return bool(self.loader_calls) and all(lc.workers == "zero" for lc in self.loader_calls)
+
+    @cached_property
+    def statement_codes(self) -> List[str]:
+        """The code of each top-level statement, its comment and blank lines before it included
+        (FRK401's plan remembers statements by it; ``engine.locate`` counts lines with it)."""
+        code_for = self.module.code_for_node
+        return [code_for(s) for s in self.module.body]
 
     # -- the __main__ guard
     @cached_property

@@ -95,6 +95,126 @@ def positions(module: cst.Module) -> Any:
     return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
+class _StatementPositions:
+    """``positions(module)[node]`` for the nodes of a few top-level statements, without generating
+    the positions of the whole module: each statement that holds a wanted node gets libcst's
+    PositionProvider alone (a module of that statement, the module's indentation and newline), moved
+    down by the lines the statements above it generate (``code_for_node``, lines counted as the
+    PositionProvider counts them). A node found in no statement (e.g. in the module's header) gets
+    the whole module's positions."""
+
+    _NEWLINE = None
+
+    def __init__(
+        self, module: cst.Module, nodes: Sequence[cst.CSTNode], tops: Any = None, codes: Optional[Callable[[], List[str]]] = None
+    ) -> None:
+        self.module = module
+        self.codes = codes  # each statement's code_for_node, when the caller has them
+        self.owner: dict = {}  # id(node) -> index of its top-level statement
+        self.shift: dict = {}  # statement index -> (its positions, lines above it)
+        self.whole: Any = None
+        self.starts: List[int] = [len(module.header)]
+        body = module.body
+        index = {id(s): i for i, s in enumerate(body)}
+        known = tops or {}
+        wanted = set()
+        for n in nodes:
+            i = index.get(id(n))
+            if i is None:
+                top = known.get(id(n))
+                i = index.get(id(top)) if top is not None else None
+            if i is None:
+                wanted.add(id(n))
+            else:
+                self.owner[id(n)] = i
+        if wanted:
+            self._search(wanted)
+        import libcst as cst
+
+        for n in nodes:  # a def or class points at its name's line: the name is in the same statement
+            if isinstance(n, (cst.FunctionDef, cst.ClassDef)) and id(n) in self.owner:
+                self.owner[id(n.name)] = self.owner[id(n)]
+
+    def _search(self, wanted: set) -> None:
+        """Each top-level statement's nodes, depth first, until every wanted node is placed."""
+        import dataclasses
+
+        import libcst as cst
+
+        node_type = cst.CSTNode
+        fields = _FIELDS
+        for i, stmt in enumerate(self.module.body):
+            stack = [stmt]
+            while stack:
+                n = stack.pop()
+                if id(n) in wanted:
+                    self.owner[id(n)] = i
+                    wanted.discard(id(n))
+                t = type(n)
+                names = fields.get(t)
+                if names is None:
+                    names = fields[t] = tuple(f.name for f in dataclasses.fields(t))
+                for name in names:
+                    v = getattr(n, name)
+                    if isinstance(v, (tuple, list)):
+                        stack.extend(c for c in v if isinstance(c, node_type))
+                    elif isinstance(v, node_type):
+                        stack.append(v)
+            if not wanted:
+                return
+
+    def _of(self, i: int) -> Any:
+        got = self.shift.get(i)
+        if got is None:
+            import re
+
+            from libcst.metadata import MetadataWrapper, PositionProvider
+
+            if _StatementPositions._NEWLINE is None:
+                _StatementPositions._NEWLINE = re.compile(r"\r\n?|\n")  # libcst's PositionProvider's
+            module, body = self.module, self.module.body
+            starts = self.starts  # line before each statement, as far as needed so far
+            code_for = module.code_for_node
+            codes = self.codes() if self.codes is not None else None
+            newline = _StatementPositions._NEWLINE
+            while len(starts) <= i:
+                j = len(starts) - 1
+                starts.append(starts[-1] + len(newline.findall(codes[j] if codes is not None else code_for(body[j]))))
+            above = starts[i]
+            last = i == len(body) - 1 and not module.footer  # only there a missing final newline shows
+            alone = module.with_changes(
+                header=(), body=(body[i],), footer=(), has_trailing_newline=module.has_trailing_newline if last else True
+            )
+            got = self.shift[i] = (MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider), above)
+        return got
+
+    def __getitem__(self, node: cst.CSTNode) -> Any:
+        i = self.owner.get(id(node))
+        if i is None:
+            if self.whole is None:
+                self.whole = positions(self.module)
+            return self.whole[node]
+        pos, above = self._of(i)
+        rng = pos[node]
+        if not above:
+            return rng
+        from libcst.metadata import CodePosition, CodeRange
+
+        return CodeRange(
+            CodePosition(rng.start.line + above, rng.start.column), CodePosition(rng.end.line + above, rng.end.column)
+        )
+
+
+_FIELDS: dict = {}  # node type -> its dataclass fields (libcst's children are among them)
+
+
+def report_positions(a: Analysis, nodes: Sequence[cst.CSTNode]) -> Any:
+    """The positions of the reported nodes (and of a def's or class's name), computed for the
+    top-level statements that hold them only (``_StatementPositions``)."""
+    tops = {id(c.node): c.top for c in a.calls if c.top is not None}
+    return _StatementPositions(a.module, nodes, tops, lambda: a.statement_codes)
+
+
 def node_start(pos: Any, node: cst.CSTNode) -> Tuple[int, int, int, int]:
     """(line, col, end_line, end_col); defs point at the ``def``/``class`` keyword, not a decorator."""
     import libcst as cst
@@ -166,20 +286,29 @@ def check_source(
 
         interactive = is_jupytext(text)
     a = analyse(analysed, config, path, index, interactive)
+    a.reduced = line_map is not None and len(text) <= slicing.MAX_ANALYSED  # then FRK401 plans on the whole
     found = run_rules(a, rules)
     if not found:
         return []
-    if line_map is not None and _plans_whole_module(found) and len(text) <= slicing.MAX_ANALYSED:
+    if a.reduced and any(_plans_whole_module(rule) for rule, _ in found):
         # FRK401's fix plan weighs every top-level statement (what a moved statement may depend on):
-        # its finding and fixability come from the whole file
-        a = analyse(text, config, path, index, interactive)
-        found, line_map = run_rules(a, rules), None
+        # its finding and fixability come from the whole file; the other rules' findings are the
+        # reduced file's (the same: tests/test_slicing.py)
+        whole = [r for r in rules if _plans_whole_module(r)]
+        w = analyse(text, config, path, index, interactive)
+        kept = text if noqa else None
+        spans: List[dict] = []  # the text's noqa ranges, tokenized once for both
+        located = locate(a, [(r, rep) for r, rep in found if not _plans_whole_module(r)], path, kept, line_map, spans)
+        located += locate(w, run_rules(w, whole), path, kept, None, spans)
+        located.sort(key=lambda t: (t[0].line, t[0].col, t[0].code))
+        return [f for f, _, _ in located]
     return to_findings(a, found, path, text if noqa else None, line_map)
 
 
-def _plans_whole_module(found: List[Tuple[Rule, Report]]) -> bool:
-    declared = prefilter.declared_anchors()
-    return any(prefilter.WORKER_START in declared.get(rule.code, (frozenset(), True))[0] for rule, _ in found)
+def _plans_whole_module(rule: Rule) -> bool:
+    """The rule plans over every top-level statement (the WORKER_START anchor: FRK401)."""
+    anchors = prefilter.declared_anchors().get(rule.code, (frozenset(), True))[0]
+    return prefilter.WORKER_START in anchors
 
 
 def locate(
@@ -188,15 +317,18 @@ def locate(
     path: str,
     text: Optional[str],
     line_map: Optional[List[int]] = None,
+    spans: Optional[List[dict]] = None,
 ) -> List[Tuple[Finding, Rule, Report]]:
     """Give each report its position; drop the ones a ``# noqa`` comment suppresses (when text given).
-    ``line_map`` gives the original line of each line of a reduced module (``slicing.reduce``)."""
-    pos = positions(a.module)
+    ``line_map`` gives the original line of each line of a reduced module (``slicing.reduce``).
+    ``spans``: a list shared by calls on the same ``text`` (its ``# noqa`` ranges, tokenized once)."""
     # the lines Python counts (str.splitlines also breaks at \f, \u2028...: the wrong line's noqa)
     lines = prefilter.split_lines(text) if text is not None else []
     if text is not None and file_noqa(lines):
         return []
-    spans: List[dict] = []
+    pos = report_positions(a, [rep.node for _, rep in found])
+    if spans is None:
+        spans = []
 
     def ranges() -> dict:  # tokenized once, only when a finding's own line has no noqa for it
         if not spans:

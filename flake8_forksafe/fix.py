@@ -100,8 +100,8 @@ def _statement_spans(a) -> List[Tuple[int, int]]:
     """0-based [start, end) line spans of the module's top-level statements (leading lines included)."""
     spans = []
     line = len(a.module.header)
-    for stmt in a.module.body:
-        n = len(split_lines(a.module.code_for_node(stmt)))
+    for code in a.statement_codes:  # each statement's code_for_node (computed once per analysis)
+        n = len(split_lines(code))
         spans.append((line, line + n))
         line += n
     return spans
@@ -164,17 +164,24 @@ def fix_rounds(
     errors: Optional[List[str]] = None,
     notes: Optional[List[str]] = None,
     interactive: Optional[bool] = None,
+    fixers_only: bool = False,
 ) -> Tuple[str, List[Finding], List[Finding]]:
     """The fixing loop on decoded text (no BOM): (fixed text, findings before, findings remaining).
     ``select``: code prefixes; only the selected codes found in the text before are fixed.
     ``interactive``: the text is a notebook's code (None: a jupytext notebook is one).
+    ``fixers_only``: only the rules that could fix something (a fix, and selected) are run, so the
+    findings before and remaining are theirs only; the fixed text is the same (a rule that does
+    not fix never changes it, and each rule checks on its own): the language server's resolve.
     Raises SourceError when ``text`` itself cannot be analysed."""
     rules = enabled_rules(config)
+    if select is not None:
+        select = tuple(select)
+    if fixers_only:
+        rules = [r for r in rules if r.fix_applicability and (select is None or r.code.startswith(select))]
     rnd = _Round(text, path, config, rules, interactive)
     before = rnd.findings
     fixers = {r.code for r in rules if r.fix_applicability}
     if select is not None:
-        select = tuple(select)
         fixers &= {f.code for f in before if f.code.startswith(select)}
     width = line_length(path)
     for _ in range(MAX_ROUNDS):
@@ -281,8 +288,10 @@ def fix_source(
     *,
     unsafe: bool = False,
     select: Optional[Iterable[str]] = None,
+    fixers_only: bool = False,
 ) -> FixResult:
-    """Fix one file's source. Raises SourceError for a file that cannot be checked."""
+    """Fix one file's source. Raises SourceError for a file that cannot be checked.
+    ``fixers_only``: see ``fix_rounds`` (``fixed`` and ``remaining`` list the fixing rules' findings only)."""
     config = config or Config()
     unsafe = unsafe or config.unsafe_fixes
     encoding, bom = encoding_of(source)
@@ -301,7 +310,9 @@ def fix_source(
                 f"rewrites per file; its findings are listed below"
             )
     else:
-        new_text, before, remaining = fix_rounds(text, path, config, unsafe, select, errors, notes)
+        new_text, before, remaining = fix_rounds(
+            text, path, config, unsafe, select, errors, notes, fixers_only=fixers_only
+        )
     fixed = _gone(before, remaining)
     out = encode(new_text, source, encoding, bom) if new_text != text else source
     return FixResult(source=out, fixed=fixed, remaining=remaining, changed=new_text != text, errors=errors, notes=notes)

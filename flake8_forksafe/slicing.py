@@ -23,7 +23,7 @@ asks whether anything in the module uses CUDA. The facts are the pre-filter's (`
 returns them with its verdict; without one, ``prefilter.facts_of_text``), which parses a very big
 file one group of statements at a time. A finding whose rule plans over every top-level statement
 (FRK401's main-guard fix: the WORKER_START anchor) makes ``engine.check_source`` analyse the file
-whole again; fixes (``fix.py``) always analyse whole files. tests/test_slicing.py checks that reduced
+whole again for that rule alone; fixes (``fix.py``) always analyse whole files. tests/test_slicing.py checks that reduced
 and whole files give the same findings.
 """
 

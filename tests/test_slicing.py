@@ -88,6 +88,26 @@ def test_a_dropped_function_does_not_change_frk401s_fixability():
     assert [(f[0], f[1], f[-1]) for f in _findings(FRK401_NOT_FIXABLE, None)] == [("FRK401", 2, None)]
 
 
+
+def test_frk401_plans_once_on_the_whole_file(monkeypatch):
+    # a reduced file where FRK401 finds something: the reduced analysis only detects (no plan), the
+    # whole file is analysed for FRK401 alone, the other rules' findings are the reduced file's
+    from flake8_forksafe.families.processes import main_guard
+
+    calls = []
+    real = main_guard.plan_main_guard
+
+    def counted(a, starting):
+        calls.append(len(a.module.body))
+        return real(a, starting)
+
+    monkeypatch.setattr(main_guard, "plan_main_guard", counted)
+    text = FRK401_NOT_FIXABLE + "\nloader = DataLoader(range(4), num_workers=2, collate_fn=lambda b: b)\n"
+    reduced = _findings(text, None)
+    assert calls == [4]  # once, on the whole module (the reduced one has 3 statements)
+    assert [(f[0], f[1], f[-1]) for f in reduced] == [("FRK401", 2, None), ("FRK201", 7, "safe")]
+    assert reduced == _findings(text, 10**9)
+
 def test_cuts_inside_strings_and_decorators_are_merged(monkeypatch):
     text = (
         'DOC = """\ndef not_code():\nclass Nope:\n"""\n'

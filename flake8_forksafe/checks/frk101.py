@@ -350,7 +350,7 @@ class DS(Dataset):
         in_ = "__init__" if fn.name == "__init__" else f"{fn.name}() on the parent side"
         owner = fn.cls.name if fn.cls is not None else k.cls.name
         tail = "open it lazily in each worker process"
-        if not isinstance(fix, LazyPlan):
+        if isinstance(fix, str):  # a plan (lazy, or split then lazy) is a fix, not a reason
             tail += f" (no automatic fix: {fix})"
         via = f" ({owner} is not a dataset, but {k.via})" if k.via else ""
         return (

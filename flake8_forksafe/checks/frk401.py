@@ -130,9 +130,12 @@ p.join()
         hits = WorkerStarts(a).top_level()
         if not hits:
             return
-        from flake8_forksafe.families.processes.main_guard import plan_main_guard
+        from flake8_forksafe.families.processes.main_guard import GuardPlan, plan_main_guard
 
-        plan = plan_main_guard(a, [stmt for stmt, _ in hits])
+        if a.reduced:  # the engine analyses the whole file for the plan (its findings are those)
+            plan = GuardPlan(False, reason="planned on the whole file")
+        else:
+            plan = plan_main_guard(a, [stmt for stmt, _ in hits])
         for stmt, hit in hits:
             node = hit.start_call if hit.start_call is not None else stmt
             yield self.report(node, self.message(hit.why), fixable=plan.fixable, data=plan)

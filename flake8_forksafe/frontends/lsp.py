@@ -32,7 +32,8 @@ client that does not announce ``codeAction.resolveSupport`` for ``edit`` gets th
 with the list, as before.
 
 * ``quickfix`` "FRKxxx: <fix title>": the rule's automatic fix, computed by the same machinery as
-  ``forksafe fix`` (``fix_source`` restricted to that code), returned as one whole-document edit.
+  ``forksafe fix`` (``fix_source`` restricted to that code, only the rules that fix run: the same
+  text), returned as one whole-document edit.
   Rule fixes work on the whole module, so the action fixes every finding of that code in the
   document. Unsafe fixes (fixes that can change behaviour, ``fix = "unsafe"`` in ``forksafe rules``)
   are offered too, because the user picks them one by one, with "(unsafe)" at the end of the title
@@ -570,7 +571,8 @@ def fixed_text(text: str, path: str, cfg: Config, unsafe: bool, code: Optional[s
     from flake8_forksafe.fix import fix_source
 
     try:
-        result = fix_source(text, path, cfg, unsafe=unsafe, select=[code] if code else None)
+        # only the rules that fix run (the text is the same; a resolve needs no other findings)
+        result = fix_source(text, path, cfg, unsafe=unsafe, select=[code] if code else None, fixers_only=True)
     except (SourceError, RecursionError):
         return None
     if not result.changed or result.errors:

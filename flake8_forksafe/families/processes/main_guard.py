@@ -18,11 +18,14 @@ module. Comments attached to them move with them.
 
 from __future__ import annotations
 
+import keyword
+import re
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Set
+from typing import Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ScopeProvider
+from libcst.helpers import get_full_name_for_node
 
 from flake8_forksafe.analysis import Analysis, is_main_guard
 
@@ -142,16 +145,232 @@ def classify(stmt: cst.CSTNode) -> str:
 # the plan
 
 
-class _Owner(cst.CSTVisitor):
-    """id(node) -> index of the top-level statement holding it."""
+# --------------------------------------------------------------------------------------------------
+# module-level names: who binds and who reads them, one top-level statement at a time
+#
+# libcst's ScopeProvider on the whole module says, for each module-level binding, which names read it:
+# a read at module level reads the bindings before it, a read inside a def, class, lambda or
+# comprehension reads every binding of the name. What one statement binds and reads is the
+# statement's own business, except for two things the rest of the module decides: whether a name is
+# bound at module level at all, and which dotted names (``import a.b``) are, which decides what
+# ``a.b.c`` reads. So each statement is resolved in a module of its own, after one ``import x`` for
+# every identifier it holds (every module-level read then shows as a read of that stand-in) and for
+# every dotted name the other statements bind whose parts it holds. What it binds, which names it
+# reads at module level and which from inside, and which of its module-level reads read its own
+# earlier binding, are kept by the statement's code (the language server sees the same statements
+# again after an edit elsewhere); the module's facts combine them in order.
+# tests/test_main_guard_names.py compares them with the whole module's ScopeProvider.
 
-    def __init__(self) -> None:
-        self.index = -1
-        self.owner: Dict[int, int] = {}
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        self.owner[id(node)] = self.index
-        return True
+class StatementNames(NamedTuple):
+    binds: FrozenSet[str]  # module-level names the statement binds
+    nested: FrozenSet[str]  # names read from inside a def / class / lambda / comprehension, resolved to module level
+    ordered: FrozenSet[str]  # names read at module level
+    own: FrozenSet[str]  # names read at module level after the statement's own binding of them
+
+
+_IDENTIFIER = re.compile(r"[^\W\d]\w*")
+_NOT_NAMES = frozenset(keyword.kwlist) | {"__debug__"}  # not importable names
+_NAMES: "OrderedDict[str, Tuple[FrozenSet[str], StatementNames]]" = OrderedDict()  # code -> (dotted, names)
+NAMES_KEPT = 4096  # statements remembered (least recently used first out)
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def _owners(stmts: Sequence[cst.CSTNode], first: int) -> Dict[int, int]:
+    """id(node) -> index of the statement holding it (``first`` for ``stmts[0]``)."""
+    import dataclasses
+
+    out: Dict[int, int] = {}
+    node_type, fields = cst.CSTNode, _FIELDS
+    for i, stmt in enumerate(stmts, first):
+        stack = [stmt]
+        while stack:
+            n = stack.pop()
+            out[id(n)] = i
+            t = type(n)
+            names = fields.get(t)
+            if names is None:
+                names = fields[t] = tuple(f.name for f in dataclasses.fields(t))
+            for name in names:
+                v = getattr(n, name)
+                if isinstance(v, (tuple, list)):
+                    stack.extend(c for c in v if isinstance(c, node_type))
+                elif isinstance(v, node_type):
+                    stack.append(v)
+    return out
+
+
+def _import(name: str) -> cst.SimpleStatementLine:
+    """``import <name>`` (a dotted name too)."""
+    parts = name.split(".")
+    expr: cst.BaseExpression = cst.Name(parts[0])
+    for part in parts[1:]:
+        expr = cst.Attribute(value=expr, attr=cst.Name(part))
+    return cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=expr)])])  # type: ignore[arg-type]
+
+
+def _dotted_for(dotted: FrozenSet[str], idents: FrozenSet[str]) -> FrozenSet[str]:
+    return frozenset(d for d in dotted if all(p in idents for p in d.split(".")))
+
+
+def _resolve(module: cst.Module, stmts: List[cst.BaseStatement], idents: Set[str], dotted: Set[str]) -> List[StatementNames]:
+    """The names of ``stmts`` (resolved together, after the stand-in imports)."""
+    from libcst.metadata import MetadataWrapper, ScopeProvider
+
+    stubs = [_import(n) for n in sorted(idents) + sorted(dotted)]  # built, not parsed
+    stub_ids = {id(s.body[0]) for s in stubs}
+    alone = module.with_changes(header=(), body=tuple(stubs) + tuple(stmts), footer=())
+    scopes = MetadataWrapper(alone, unsafe_skip_copy=True).resolve(ScopeProvider)
+    g = scopes[alone]
+    owner = _owners(stmts, 0)
+    n = len(stmts)
+    binds: List[Set[str]] = [set() for _ in range(n)]
+    nested: List[Set[str]] = [set() for _ in range(n)]
+    ordered: List[Set[str]] = [set() for _ in range(n)]
+    own: List[Set[str]] = [set() for _ in range(n)]
+    for asg in g.assignments:
+        node = getattr(asg, "node", None)
+        if node is None:
+            continue
+        if id(node) in stub_ids:
+            for ref in asg.references:
+                u = owner.get(id(ref.node))
+                if u is not None:
+                    (ordered if ref.scope is g else nested)[u].add(asg.name)
+            continue
+        b = owner.get(id(node))
+        if b is None:
+            continue
+        binds[b].add(asg.name)
+        for ref in asg.references:
+            if ref.scope is g and owner.get(id(ref.node)) == b:
+                own[b].add(asg.name)
+    return [
+        StatementNames(frozenset(binds[i]), frozenset(nested[i]), frozenset(ordered[i]), frozenset(own[i]))
+        for i in range(n)
+    ]
+
+
+def _dotted_imports(stmt: cst.CSTNode) -> Set[str]:
+    """The dotted names (``a.b`` of ``import a.b.c``) a statement binds at module level: its
+    ``import`` statements outside defs and classes (libcst binds every prefix of an import without
+    ``as``). A guess, checked against the resolved bindings."""
+    out: Set[str] = set()
+    stack = [stmt]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(n, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            for small in n.body:
+                if isinstance(small, cst.Import):
+                    for alias in small.names:
+                        if alias.asname is None and isinstance(alias.name, cst.Attribute):
+                            parts = (get_full_name_for_node(alias.name) or "").split(".")
+                            out.update(".".join(parts[:k]) for k in range(2, len(parts) + 1))
+            continue
+        for name in ("body", "orelse", "handlers", "finalbody", "cases"):
+            v = getattr(n, name, None)
+            if isinstance(v, cst.CSTNode):
+                stack.append(v)
+            elif isinstance(v, (tuple, list)):
+                stack.extend(c for c in v if isinstance(c, cst.CSTNode))
+    return out
+
+
+def statement_names(module: cst.Module, codes: Optional[Sequence[str]] = None) -> List[StatementNames]:
+    """``StatementNames`` of each top-level statement, remembered by the statement's code
+    (``codes``: each statement's ``module.code_for_node``, when the caller has them)."""
+    body = list(module.body)
+    if codes is None:
+        codes = [module.code_for_node(s) for s in body]
+    idents = [frozenset(n for n in _IDENTIFIER.findall(c) if n.isidentifier()) - _NOT_NAMES for c in codes]
+    got: List[Optional[StatementNames]] = [None] * len(body)
+    used: List[FrozenSet[str]] = [frozenset()] * len(body)  # the dotted names it was resolved with
+    for i, code in enumerate(codes):
+        hit = _NAMES.get(code)
+        if hit is not None:
+            used[i], got[i] = hit
+            _NAMES.move_to_end(code)
+    todo = [i for i, f in enumerate(got) if f is None]
+    guess = {d for f in got if f is not None for d in f.binds if "." in d}
+    for i in todo:
+        guess |= _dotted_imports(body[i])
+    fresh: Set[int] = set()
+    for _ in range(3):  # resolved with other dotted names than the module binds: once more
+        if todo:
+            found = _resolve(module, [body[i] for i in todo], set().union(*(idents[i] for i in todo)), guess)
+            for i, f in zip(todo, found):
+                got[i], used[i] = f, _dotted_for(frozenset(guess), idents[i])
+                fresh.add(i)
+        dotted = frozenset(d for f in got if f is not None for d in f.binds if "." in d)
+        todo = [i for i in range(len(body)) if used[i] != _dotted_for(dotted, idents[i])]
+        guess = set(dotted)
+        if not todo:
+            break
+    else:  # pragma: no cover - the dotted names settle in two rounds
+        raise RuntimeError("module-level dotted names did not settle")
+    for i in fresh:
+        _NAMES[codes[i]] = (used[i], got[i])
+    while len(_NAMES) > NAMES_KEPT:
+        _NAMES.popitem(last=False)
+    return got  # type: ignore[return-value]
+
+
+def module_names(
+    module: cst.Module, codes: Optional[Sequence[str]] = None
+) -> Tuple[Dict[int, Set[int]], Dict[int, Set[str]], Dict[int, Set[str]]]:
+    """(deps, binds, reads) by top-level statement index: the statements whose bindings a statement
+    reads, the module-level names it binds, and the module-level names it reads that some
+    statement binds (reads inside its defs included)."""
+    try:
+        names = statement_names(module, codes)
+    except (cst.CSTValidationError, RecursionError):  # a stand-in libcst does not take: the whole module
+        return whole_module_names(module)
+    n = len(names)
+    deps: Dict[int, Set[int]] = {i: set() for i in range(n)}
+    binds: Dict[int, Set[str]] = {i: set(f.binds) for i, f in enumerate(names)}
+    reads: Dict[int, Set[str]] = {i: set(f.own) for i, f in enumerate(names)}
+    binders: Dict[str, List[int]] = {}
+    for i, f in enumerate(names):
+        for x in f.binds:
+            binders.setdefault(x, []).append(i)
+    for u, f in enumerate(names):
+        for x in f.nested:
+            bs = binders.get(x)
+            if bs:
+                reads[u].add(x)
+                deps[u].update(b for b in bs if b != u)
+        for x in f.ordered:
+            bs = [b for b in binders.get(x, ()) if b < u]
+            if bs:
+                reads[u].add(x)
+                deps[u].update(bs)
+    return deps, binds, reads
+
+
+def whole_module_names(module: cst.Module) -> Tuple[Dict[int, Set[int]], Dict[int, Set[str]], Dict[int, Set[str]]]:
+    """``module_names`` from libcst's ScopeProvider on the whole module at once (nothing remembered)."""
+    from libcst.metadata import MetadataWrapper, ScopeProvider
+
+    body = list(module.body)
+    owner = _owners(body, 0)
+    g = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider)[module]
+    deps: Dict[int, Set[int]] = {i: set() for i in range(len(body))}
+    binds: Dict[int, Set[str]] = {i: set() for i in range(len(body))}
+    reads: Dict[int, Set[str]] = {i: set() for i in range(len(body))}
+    for asg in g.assignments:
+        b = owner.get(id(getattr(asg, "node", None)), -1)
+        if b < 0:
+            continue
+        binds[b].add(asg.name)
+        for ref in asg.references:
+            u = owner.get(id(ref.node), -1)
+            if u >= 0:
+                reads[u].add(asg.name)
+            if u >= 0 and u != b:
+                deps[u].add(b)
+    return deps, binds, reads
 
 
 def plan_main_guard(a: Analysis, starting: Sequence[cst.CSTNode]) -> GuardPlan:
@@ -167,37 +386,10 @@ def plan_main_guard(a: Analysis, starting: Sequence[cst.CSTNode]) -> GuardPlan:
         kinds[i] = EXEC if kinds[i] == PURE else kinds[i]
 
     # who binds and who reads each module-level name (reads inside functions included)
-    owner = _Owner()
-    for i, s in enumerate(body):
-        owner.index = i
-        s.visit(owner)
     try:
-        scopes = MetadataWrapper(a.module, unsafe_skip_copy=True).resolve(ScopeProvider)
+        deps, binds, reads = module_names(a.module, a.statement_codes)
     except Exception:  # pragma: no cover - libcst's scope analysis gave up on this module
         return GuardPlan(False, reason="the module's names could not be resolved")
-    global_scope = scopes.get(a.module)
-    if global_scope is None:
-        for s in body:
-            sc = scopes.get(s)
-            if sc is not None:
-                global_scope = sc.globals
-                break
-    deps: Dict[int, Set[int]] = {i: set() for i in range(len(body))}
-    binds: Dict[int, Set[str]] = {i: set() for i in range(len(body))}
-    reads: Dict[int, Set[str]] = {i: set() for i in range(len(body))}
-    if global_scope is not None:
-        for asg in global_scope.assignments:
-            node = getattr(asg, "node", None)
-            b = owner.owner.get(id(node), -1) if node is not None else -1
-            if b < 0:
-                continue
-            binds[b].add(asg.name)
-            for ref in asg.references:
-                u = owner.owner.get(id(ref.node), -1)
-                if u >= 0:
-                    reads[u].add(asg.name)
-                if u >= 0 and u != b:
-                    deps[u].add(b)
 
     # kept: pure statements, what they need, and what runs before a kept executable statement
     kept = {i for i, k in enumerate(kinds) if k == PURE}
