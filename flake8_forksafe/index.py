@@ -725,7 +725,8 @@ class TextModule:
             return self._aliases[name]
         out: Optional[Set[str]] = set()
         text = self.text
-        for m in re.finditer(re.escape(name) + r"[ \t]*(?::[^\n=]*)?=(?!=)", text):  # a literal first: fast
+        # a literal first (fast); `(name) = ...` is a binding too (the parentheses are not in the tree)
+        for m in re.finditer(re.escape(name) + r"(?:\s*\))*[ \t]*(?::[^\n=]*)?=(?!=)", text):
             if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_."):
                 continue  # part of a longer name, or an attribute (`x.name = ...`: not a binding)
             end = text.find("\n", m.end())

@@ -148,6 +148,7 @@ def test_the_proof_reads_every_binding_form_the_summariser_reads(tmp_path: Path)
             from abc \\
                 import ABC
             F: type = os.path
+            (G) = os.sep
             class C(Z, f.g.H, Generic[T], metaclass=M): pass
             class K: pass
             """
@@ -158,7 +159,7 @@ def test_the_proof_reads_every_binding_form_the_summariser_reads(tmp_path: Path)
         "os": {"os"}, "X": {"pkg.a.X"}, "Z": {"pkg.a.Y"}, "D": {"b.c"}, "E": {"up.E"}, "f": {"f"}, "ABC": {"abc.ABC"}
     }
     assert tm.classes == {"C": ["Z", "f.g.H", "Generic"], "K": []}
-    assert tm.aliases("F") == {"os.path"} and tm.aliases("C") == set()
+    assert tm.aliases("F") == {"os.path"} and tm.aliases("G") == {"os.sep"} and tm.aliases("C") == set()
     assert not tm.interesting and not tm.unclear
 
 
