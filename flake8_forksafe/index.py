@@ -585,7 +585,8 @@ class TextModule:
     expressions written there, every ``def``; ``unclear`` when the text uses a form this reading
     does not follow (a keyword continued by a backslash). Used only to prove that resolution cannot
     reach a dataset (``ProjectIndex.cannot_reach_dataset``): extra bindings only make the proof
-    fail, never wrong."""
+    fail, never wrong. A binding form ``_Summariser`` learns (``names``, ``classes``, ``functions``)
+    must be read here too (tests/test_index_cost.py holds the forms read)."""
 
     def __init__(self, module: str, is_package: bool, text: str, words: Tuple[str, ...]) -> None:
         self.module = module
