@@ -51,10 +51,11 @@ def no_gc() -> Iterator[None]:
         gc.enable()
 
 
-def gate(text: str, config: Config) -> prefilter.Gate:
-    """The pre-filter's verdict for the enabled rules (their anchors only), with its facts."""
+def gate(text: str, config: Config, keep_tree: bool = False) -> prefilter.Gate:
+    """The pre-filter's verdict for the enabled rules (their anchors only), with its facts.
+    ``keep_tree``: keep the gate's ast for the project index (``check_source`` offers it)."""
     with no_gc():
-        return prefilter_gate(text, config.knowledge, gate_anchors(config))
+        return prefilter_gate(text, config.knowledge, gate_anchors(config), keep_tree)
 
 
 def could_have_findings(text: str, config: Config) -> bool:
@@ -285,9 +286,18 @@ def check_source(
         from flake8_forksafe.notebook import is_jupytext
 
         interactive = is_jupytext(text)
-    a = analyse(analysed, config, path, index, interactive)
-    a.reduced = line_map is not None and len(text) <= slicing.MAX_ANALYSED  # then FRK401 plans on the whole
-    found = run_rules(a, rules)
+    tree = getattr(verdict, "tree", None)
+    if index is not None and tree is not None:  # the analysis may ask the index about this very file
+        index.offer_tree(path, tree, text)
+        verdict.tree = None
+    try:
+        a = analyse(analysed, config, path, index, interactive)
+        a.reduced = line_map is not None and len(text) <= slicing.MAX_ANALYSED  # then FRK401 plans on the whole
+        found = run_rules(a, rules)
+    finally:
+        if index is not None and tree is not None:
+            index.offer_tree(None)
+            del tree
     if not found:
         return []
     if a.reduced and any(_plans_whole_module(rule) for rule, _ in found):

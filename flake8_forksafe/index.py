@@ -139,6 +139,7 @@ class _Summariser:
     def __init__(self, k: Knowledge, module: str, is_package: bool) -> None:
         self.k = k
         self.s = ModuleSummary(module=module, path="", is_package=is_package)
+        self.loader_names, self.loader_suffixes = k.derived("index.loader_names", _loader_names)
 
     # -- names
     def qualify(self, d: Optional[str]) -> Optional[str]:
@@ -266,7 +267,7 @@ class _Summariser:
         the workers."""
         d = _dotted(call.func) or ""
         last = d.rsplit(".", 1)[-1]
-        if not (last in {q.rsplit(".", 1)[-1] for q in self.k.loaders} or last.endswith(tuple(self.k.loader_suffixes))):
+        if not (last in self.loader_names or last.endswith(self.loader_suffixes)):
             return
         for kw in call.keywords:
             if kw.arg == "num_workers" and isinstance(kw.value, ast.Constant) and kw.value.value == 0:
@@ -304,15 +305,7 @@ class _Summariser:
         params = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
         m = Method(name=node.name, line=node.lineno, params=params)
         fn = _Fn(params, self_name, a.kwarg.arg if a.kwarg else None)
-        body_nodes: List[ast.AST] = []
-        todo: List[ast.AST] = list(node.body)
-        while todo:  # the body without nested functions / classes / lambdas
-            n = todo.pop()
-            body_nodes.append(n)
-            for c in ast.iter_child_nodes(n):
-                if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                    todo.append(c)
-        body_nodes.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+        body_nodes = _body_nodes(node.body)
         generator = False
         returns: List[ast.AST] = []
         for n in body_nodes:
@@ -437,11 +430,74 @@ class _Fn:
     with_names: Set[str] = field(default_factory=set)
 
 
-_CLASS_BASES = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)", re.M)
-_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
-_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n]*)", re.M)
+# statements at the start of a line (after spaces or tabs), found by ``_at_line_starts``: a search
+# for the keyword, then a look at the line before it, is several times faster than ``^`` with re.M
+_CLASS_BASES = re.compile(r"class[ \t]+\w+[ \t]*\(([^)]*)")
+_FROM_IMPORT = re.compile(r"from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
+_IMPORT = re.compile(r"import[ \t]+([^\n]*)")
+
+
+def _at_line_starts(pattern: "re.Pattern[str]", text: str) -> list:
+    """``re.compile("^[ \\t]*" + pattern, re.M).findall(text)``: the matches that only spaces or
+    tabs precede on their line (a match elsewhere is skipped, and the search goes on from its next
+    character, so that it hides no match that starts inside it)."""
+    out = []
+    pos = 0
+    search = pattern.search
+    multi = pattern.groups > 1
+    while True:
+        m = search(text, pos)
+        if m is None:
+            return out
+        start = m.start()
+        line = text.rfind("\n", 0, start) + 1
+        if line == start or not text[line:start].strip(" \t"):
+            out.append(m.groups() if multi else m.group(1))
+            pos = m.end()
+        else:
+            pos = start + 1
 
 BUILTINS = frozenset({"open", "object", "super", "type"})
+
+
+def _loader_names(k: Knowledge) -> Tuple[FrozenSet[str], Tuple[str, ...]]:
+    """(the last parts of the loaders' names, the loader name suffixes), once per knowledge."""
+    return frozenset(q.rsplit(".", 1)[-1] for q in k.loaders), tuple(k.loader_suffixes)
+
+
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_WANTED = (ast.Assign, ast.AnnAssign, ast.withitem, ast.Yield, ast.YieldFrom, ast.Return, ast.Call)
+_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}  # node type -> its fields, less the operator/context ones
+
+
+def _body_nodes(body: List[ast.stmt]) -> List[ast.AST]:
+    """The nodes of a function body that ``_Summariser.function`` reads (assignments, ``with``
+    items, yields, returns, calls), without nested functions, classes and lambdas below the body's
+    own statements, in source order (ties in the order of a depth-first walk that pops the last
+    child pushed, as ``ast.iter_child_nodes`` lists them). The walk reads each node type's fields
+    directly and skips the ``ctx``/``op``/``ops`` fields (operator singletons, never read): the
+    same nodes in the same order as a walk with ``ast.iter_child_nodes``, a few times faster."""
+    out: List[ast.AST] = []
+    todo: List[ast.AST] = list(body)
+    AST, wanted, nested, fields_of = ast.AST, _WANTED, _NESTED, _CHILD_FIELDS
+    while todo:
+        n = todo.pop()
+        if isinstance(n, wanted):
+            out.append(n)
+        t = type(n)
+        fields = fields_of.get(t)
+        if fields is None:
+            fields = fields_of[t] = tuple(f for f in t._fields if f not in ("ctx", "op", "ops"))
+        for f in fields:
+            v = getattr(n, f, None)
+            if type(v) is list:
+                for c in v:
+                    if isinstance(c, AST) and not isinstance(c, nested):
+                        todo.append(c)
+            elif isinstance(v, AST) and not isinstance(v, nested):
+                todo.append(v)
+    out.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+    return out
 
 
 def _cuda_literal(node: ast.AST) -> bool:
@@ -472,21 +528,240 @@ def summarise(tree: ast.Module, module: str, k: Knowledge, is_package: bool = Fa
 
 
 # --------------------------------------------------------------------------------------------------
+# the index's cheap side: a module read as text, for a proof that resolution cannot find a dataset
+
+_CLASS_DEF = re.compile(r"class\s+(\w+)")
+_FUNC_DEF = re.compile(r"def\s+(\w+)")
+_IMPORT_WORD = re.compile(r"import\b")
+_FROM_BEFORE = re.compile(r"\bfrom\s+([\w.\s]*)$")
+_KEYWORD_CONTINUED = re.compile(r"\b(?:class|def|import|from)[ \t]*\\")
+_DOTTED_TEXT = re.compile(r"[^\W\d]\w*(?:\s*\.\s*[^\W\d]\w*)*")
+_SPACE = re.compile(r"\s+")
+_SPACED_DOT = re.compile(r"\s*\.\s*")
+_KEYWORD_EQ = re.compile(r"(?<![=!<>])=(?!=)")
+TEXT_WALK_LIMIT = 4000  # qualified names a proof may follow before it gives up (then: resolve)
+
+
+def reach_words(k: Knowledge) -> Tuple[str, ...]:
+    """Every word a name that resolution produces must contain for ``has_project_dataset`` to say
+    yes: the last part of each dataset base (a qualified base, a configured simple name), each
+    dataset name suffix, and the DataLoader keywords ``Method.loader_attrs`` is made of."""
+    words = {q.rsplit(".", 1)[-1] for q in k.dataset_bases} | set(k.dataset_base_suffixes)
+    return tuple(sorted(words | {"collate_fn", "worker_init_fn"}))
+
+
+def _words(pattern: "re.Pattern[str]", text: str) -> Iterable["re.Match[str]"]:
+    """``re.finditer(r"\\b" + pattern, text)`` for a pattern that starts with a word character: a
+    search for the keyword first (several times faster than one that starts with ``\\b``); a
+    match inside a longer word is skipped and the search goes on from its next character."""
+    pos = 0
+    search = pattern.search
+    while True:
+        m = search(text, pos)
+        if m is None:
+            return
+        start = m.start()
+        if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            pos = start + 1
+            continue
+        yield m
+        pos = m.end()
+
+
+def _dotted_text(s: str) -> Optional[str]:
+    """``s`` when it is a dotted name (whitespace around the dots allowed, outer parentheses
+    dropped, as the parser reads them), else None."""
+    s = s.strip()
+    while s.startswith("(") and s.endswith(")"):
+        s = s[1:-1].strip()
+    if _DOTTED_TEXT.fullmatch(s):
+        return _SPACE.sub("", s)
+    return None
+
+
+class TextModule:
+    """What a module may bind, read from its text without parsing, over-approximated: every import
+    (``import``/``from`` statements anywhere, in strings too), every ``class X(...)`` with the base
+    expressions written there, every ``def``; ``unclear`` when the text uses a form this reading
+    does not follow (a keyword continued by a backslash). Used only to prove that resolution cannot
+    reach a dataset (``ProjectIndex.cannot_reach_dataset``): extra bindings only make the proof
+    fail, never wrong. A binding form ``_Summariser`` learns (``names``, ``classes``, ``functions``)
+    must be read here too (tests/test_index_cost.py holds the forms read)."""
+
+    def __init__(self, module: str, is_package: bool, text: str, words: Tuple[str, ...]) -> None:
+        self.module = module
+        self.text = text
+        self.interesting = any(w in text for w in words)
+        self.unclear = bool(_KEYWORD_CONTINUED.search(text))
+        self.imports: Dict[str, Set[str]] = {}
+        self.classes: Dict[str, Optional[List[str]]] = {}  # name -> base expressions (None: not read)
+        self.defs: Set[str] = {m.group(1) for m in _words(_FUNC_DEF, text)}
+        self._aliases: Dict[str, Optional[Set[str]]] = {}
+        if self.interesting or self.unclear:
+            self.text = ""
+            return  # no proof through this module: nothing else is read
+        self._read_imports(is_package)
+        self._read_classes()
+
+    def _read_imports(self, is_package: bool) -> None:
+        text = self.text
+        for m in _words(_IMPORT_WORD, text):
+            start = text.rfind("\n", 0, m.start()) + 1
+            before = text[start : m.start()]
+            while start > 0 and text[:start].rstrip("\r\n").endswith("\\"):  # `from x \` + newline
+                prev = text.rfind("\n", 0, start - 1) + 1
+                before = text[prev : start].rstrip("\r\n")[:-1] + " " + before
+                start = prev
+            i = j = m.end()
+            while True:  # spaces, and backslash-newlines, before a parenthesised list
+                while j < len(text) and text[j] in " \t":
+                    j += 1
+                if text.startswith("\\\n", j) or text.startswith("\\\r\n", j):
+                    j = text.index("\n", j) + 1
+                    continue
+                break
+            if j < len(text) and text[j] == "(":
+                j, parts = j + 1, []
+                while j < len(text) and text[j] != ")":
+                    if text[j] == "#":
+                        j = text.find("\n", j)
+                        if j < 0:
+                            break
+                    parts.append(text[j])
+                    j += 1
+                names = "".join(parts)
+            else:
+                end = text.find("\n", i)
+                names = text[i : end if end >= 0 else len(text)]
+                while names.rstrip("\r").endswith("\\") and end >= 0:
+                    nxt = text.find("\n", end + 1)
+                    names = names.rstrip("\r")[:-1] + " " + text[end + 1 : nxt if nxt >= 0 else len(text)]
+                    end = nxt
+                names = names.split("#", 1)[0].split(";", 1)[0].replace("(", " ").replace(")", " ")
+            fm = _FROM_BEFORE.search(before)
+            if fm is not None:
+                spec = _SPACE.sub("", fm.group(1))
+                level = len(spec) - len(spec.lstrip("."))
+                mod = absolute_module(self.module, is_package, level, spec[level:] or None)
+            elif before.strip() == "" or before.rstrip().endswith((";", ":")):
+                mod = None
+            else:
+                continue  # prose ("we import x"), not a statement
+            for entry in names.split(","):
+                toks = _SPACED_DOT.sub(".", entry.strip()).split()
+                if not toks or not _DOTTED_TEXT.fullmatch(toks[0]):
+                    continue
+                if len(toks) == 3 and toks[1] == "as":
+                    local = toks[2]
+                elif len(toks) == 1:
+                    local = toks[0]
+                else:
+                    continue
+                if mod is not None:
+                    target = f"{mod}.{toks[0]}" if mod else toks[0]
+                elif len(toks) == 3:
+                    target = toks[0]
+                else:
+                    local = target = toks[0].split(".", 1)[0]
+                self.imports.setdefault(local, set()).add(target)
+
+    def _read_classes(self) -> None:
+        text = self.text
+        for m in _words(_CLASS_DEF, text):
+            name = m.group(1)
+            i = m.end()
+            while i < len(text) and text[i] in " \t":
+                i += 1
+            got = self.classes.setdefault(name, [])
+            if i >= len(text) or text[i] == ":":
+                continue
+            if text[i] != "(":
+                if text[i] == "[":  # type parameters: not read
+                    self.classes[name] = None
+                continue  # prose ("the class Foo is ..."), not a statement
+            j, depth, item, items = i + 1, 0, [], []
+            while j < len(text):
+                c = text[j]
+                if c in "\"'":
+                    got = None  # a string in the bases: not read
+                    break
+                if c == "#":
+                    j = text.find("\n", j)
+                    if j < 0:
+                        break
+                    continue
+                if c in "([{":
+                    depth += 1
+                elif c in ")]}":
+                    if depth == 0:
+                        items.append("".join(item))
+                        break
+                    depth -= 1
+                elif c == "," and depth == 0:
+                    items.append("".join(item))
+                    item = []
+                    j += 1
+                    continue
+                item.append(c)
+                j += 1
+            else:
+                got = None
+            if got is None or self.classes.get(name) is None:
+                self.classes[name] = None
+                continue
+            for it in items:
+                it = it.replace("\\\n", " ").strip()
+                if not it or it.startswith("*") or _KEYWORD_EQ.search(it):
+                    continue  # keyword (metaclass=...), *bases, **kwargs: not a base name
+                if it.endswith("]") and "[" in it:
+                    it = it[: it.index("[")]  # Generic[T] -> Generic
+                d = _dotted_text(it)
+                if d is not None:
+                    got.append(d)
+
+    def aliases(self, name: str) -> Optional[Set[str]]:
+        """The dotted values ``name = <dotted>`` / ``name: T = <dotted>`` may bind (as written);
+        None when an assignment to ``name`` is not read (a value continued on the next line)."""
+        if name in self._aliases:
+            return self._aliases[name]
+        out: Optional[Set[str]] = set()
+        text = self.text
+        # a literal first (fast); `(name) = ...` is a binding too (the parentheses are not in the tree)
+        for m in re.finditer(re.escape(name) + r"(?:\s*\))*[ \t]*(?::[^\n=]*)?=(?!=)", text):
+            if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_."):
+                continue  # part of a longer name, or an attribute (`x.name = ...`: not a binding)
+            end = text.find("\n", m.end())
+            rhs = text[m.end() : end if end >= 0 else len(text)].split("#", 1)[0].split(";", 1)[0].strip()
+            d = _dotted_text(rhs)
+            if d is not None:
+                out.add(d)
+            elif not rhs or rhs.endswith("\\") or rhs.startswith("("):
+                out = None
+                break
+        self._aliases[name] = out
+        return out
+
+
+# --------------------------------------------------------------------------------------------------
 # the project
 
 
 def project_root(path: str) -> Path:
     """The nearest directory holding pyproject.toml / setup.cfg / setup.py; else the directory
     above the top package (the highest chain of ``__init__.py`` directories); else the file's dir."""
-    p = Path(path).resolve()
-    d = p.parent
-    for cand in (d, *d.parents):
-        if any((cand / m).is_file() for m in ROOT_MARKERS):
-            return cand
+    isfile, join, up = os.path.isfile, os.path.join, os.path.dirname  # not pathlib: 3x cheaper per file
+    d = up(os.path.realpath(path))
+    cand = d
+    while True:
+        if any(isfile(join(cand, m)) for m in ROOT_MARKERS):
+            return Path(cand)
+        if up(cand) == cand:
+            break
+        cand = up(cand)
     top = d
-    while (top / "__init__.py").is_file() and top.parent != top:
-        top = top.parent
-    return top
+    while isfile(join(top, "__init__.py")) and up(top) != top:
+        top = up(top)
+    return Path(top)
 
 
 @dataclass(frozen=True)
@@ -541,6 +816,11 @@ class ProjectIndex:
         self._reach_memo: Dict[str, FrozenSet[str]] = {}  # module -> project modules it reaches
         self._extra_roots: List[Path] = []
         self._tops: Optional[Set[str]] = None
+        self._texts: Dict[str, Tuple[tuple, Optional[TextModule]]] = {}  # module -> ((path, size, mtime), reading)
+        self._offered: Optional[Tuple[str, ast.Module, str]] = None  # (real path, the gate's tree, its text)
+        # answers of canonical / base_chain: a first summary of a module changes none (a query that
+        # reads a module summarises it first); a summary replaced or a new source root forgets them
+        self._memo: Dict[Tuple[str, str], object] = {}
 
     # -- modules and paths
     def source_roots(self) -> List[Path]:
@@ -571,7 +851,7 @@ class ProjectIndex:
         """A cheap text reading of a file the pre-filter rejected, without parsing it: the qualified
         names of class bases imported from the project (a relative import or a project package)."""
         bases: List[str] = []
-        for found in _CLASS_BASES.findall(text):
+        for found in _at_line_starts(_CLASS_BASES, text):
             for b in found.split(","):
                 b = b.strip().split("[", 1)[0].strip()
                 if b and "=" not in b and b not in bases:
@@ -582,14 +862,14 @@ class ProjectIndex:
         module, is_package = self.module_for(path)
         tops = self.top_packages() | {module.split(".", 1)[0]}
         names: Dict[str, str] = {}
-        for dots, mod, imported in _FROM_IMPORT.findall(text):
+        for dots, mod, imported in _at_line_starts(_FROM_IMPORT, text):
             if dots or mod.split(".", 1)[0] in tops:
                 base_mod = absolute_module(module, is_package, len(dots), mod or None)
                 for n in imported.strip("()").split(","):
                     n = n.split("#", 1)[0].split()
                     if n and n[-1] in heads:
                         names[n[-1]] = f"{base_mod}.{n[0]}" if base_mod else n[0]
-        for imported in _IMPORT.findall(text):
+        for imported in _at_line_starts(_IMPORT, text):
             for n in imported.split(","):
                 n = n.split("#", 1)[0].split()
                 if n and n[0].split(".", 1)[0] in tops:
@@ -608,18 +888,22 @@ class ProjectIndex:
 
     def module_for(self, path: str) -> Tuple[str, bool]:
         """(module name, is_package) of a file: the chain of ``__init__.py`` directories above it."""
-        p = Path(path).resolve()
+        real = os.path.realpath(path)
+        p = Path(real)
         is_package = p.name == "__init__.py"
         parts = [] if is_package else [p.stem]
-        d = p.parent
-        while (d / "__init__.py").is_file() and d.parent != d:
-            parts.append(d.name)
-            d = d.parent
+        isfile, join, up = os.path.isfile, os.path.join, os.path.dirname
+        top = up(real)
+        while isfile(join(top, "__init__.py")) and up(top) != top:
+            parts.append(os.path.basename(top))
+            top = up(top)
+        d = Path(top)
         if d != p.parent or is_package:
             if d not in self._extra_roots and d != self.root:
                 self._extra_roots.append(d)
                 self._paths = {k: v for k, v in self._paths.items() if v is not None}
                 self._tops = None
+                self._memo.clear()
             return ".".join(reversed(parts)), is_package
         # a plain directory: relative to the root (or root/src)
         for r in sorted(self.source_roots(), key=lambda r: -len(r.parts)):
@@ -634,12 +918,22 @@ class ProjectIndex:
         if module in self._paths:
             return self._paths[module]
         found = None
-        if module:
-            rel = Path(*module.split("."))
+        parts = module.split(".")
+        if module and all(parts):
             for r in self.source_roots():
-                for cand in (r / rel.with_suffix(".py"), r / rel / "__init__.py"):
-                    if cand.is_file():
-                        found = cand
+                base = os.path.join(r, *parts)
+                for cand in (base + ".py", os.path.join(base, "__init__.py")):
+                    if os.path.isfile(cand):
+                        found = Path(cand)
+                        break
+                if found:
+                    break
+        elif module:  # an empty part ("a..b"): as pathlib reads it
+            rel = Path(*parts)
+            for r in self.source_roots():
+                for c in (r / rel.with_suffix(".py"), r / rel / "__init__.py"):
+                    if c.is_file():
+                        found = c
                         break
                 if found:
                     break
@@ -652,8 +946,16 @@ class ProjectIndex:
             return None
         return self.cache_dir / f"index-v{SCHEMA}" / digest[:2] / f"{digest}.json"
 
+    def offer_tree(self, path: Optional[str], tree: Optional[ast.Module] = None, text: str = "") -> None:
+        """The ast the gate parsed of the file being checked (``engine.check_source``), for
+        ``summarise_file`` to use instead of parsing that file again when the analysis asks for its
+        summary (and the file on disk is that text); ``offer_tree(None)`` withdraws it."""
+        self._offered = None if path is None or tree is None else (os.path.realpath(path), tree, text)
+
     def summarise_file(self, path: Path, tree: Optional[ast.Module] = None, data: Optional[bytes] = None) -> ModuleSummary:
         module, is_package = self.module_for(str(path))
+        if module in self.summaries:
+            self._memo.clear()  # a summary replaced (unsaved text, flake8's tree): answers may change
         shown = os.path.relpath(path, self.root) if Path(path).resolve().is_relative_to(self.root) else str(path)
         try:
             if data is None:
@@ -676,6 +978,10 @@ class ProjectIndex:
             except (OSError, ValueError, KeyError, TypeError):
                 pass
         self.summarised += 1
+        offered = self._offered
+        if tree is None and offered is not None and offered[0] == os.path.realpath(path):
+            if offered[2].encode("utf-8", "surrogatepass") == data:  # the checked text is the file's
+                tree = offered[1]
         if tree is None:
             try:
                 tree = ast.parse(data)
@@ -735,11 +1041,122 @@ class ProjectIndex:
         s = self.summaries.get(module)
         return s if s is not None else self.summarise_file(Path(path))
 
+    # -- proofs from the text (no parsing)
+    def text_module(self, module: str) -> Optional[TextModule]:
+        """The module's text reading, read again when the file changed (size, mtime: a language
+        server lives long); None when it has no file or is not UTF-8."""
+        path = self.path_for(module)
+        if path is None:
+            return None
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        stamp = (str(path), st.st_size, st.st_mtime_ns)
+        got = self._texts.get(module)
+        if got is not None and got[0] == stamp:
+            return got[1]
+        try:
+            text: Optional[str] = path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = None
+        tm = None
+        if text is not None:
+            tm = TextModule(module, path.name == "__init__.py", text, self.k.derived("index.reach_words", reach_words))
+        self._texts[module] = (stamp, tm)
+        return tm
+
+    def _text_qualify(self, tm: TextModule, d: str, depth: int = 0) -> Optional[Set[str]]:
+        """Every qualified name ``_Summariser.qualify`` can give the dotted name ``d`` written in
+        ``tm``'s module: through any import or ``X = <dotted>`` alias of its head, the module's own
+        class or function of that name, or ``d`` itself. None: an alias this reading cannot follow."""
+        head, _, rest = d.partition(".")
+        tail = f".{rest}" if rest else ""
+        out = {d}
+        for t in tm.imports.get(head, ()):
+            out.add(t + tail)
+        if head in tm.classes or head in tm.defs:
+            out.add(f"{tm.module}.{head}{tail}" if tm.module else d)
+        aliases = tm.aliases(head)
+        if aliases is None or depth > MAX_DEPTH:
+            return None
+        for a in aliases:
+            got = self._text_qualify(tm, a, depth + 1) if a.partition(".")[0] != head else {a}
+            if got is None:
+                return None
+            out |= {g + tail for g in got}
+        return out
+
+    def cannot_reach_dataset(self, qnames: Iterable[str]) -> bool:
+        """A proof, from the text of modules (nothing parsed), that resolving ``qnames`` (as
+        ``has_project_dataset`` does: ``resolve_class``, ``derives_from``, ``passes_self_to_loader``,
+        through re-exports, aliases and bases in any module) meets no name holding a
+        ``reach_words`` word and no class passing ``self.X`` to a DataLoader: then it finds no
+        dataset. Every module that resolution would summarise is read instead (its summary when it
+        has one already, e.g. of unsaved text): one holding a word, or written in a form the text
+        reading does not follow, ends the proof (False: resolve)."""
+        words = self.k.derived("index.reach_words", reach_words)
+        seen: Set[str] = set()
+        work = list(qnames)
+        while work:
+            q = work.pop()
+            if q in seen:
+                continue
+            seen.add(q)
+            if len(seen) > TEXT_WALK_LIMIT or any(w in q for w in words):
+                return False
+            parts = q.split(".")
+            for i in range(len(parts) - 1, 0, -1):  # the modules `canonical` tries, longest first
+                mod, head, rest = ".".join(parts[:i]), parts[i], parts[i + 1 :]
+                s = self.summaries.get(mod)
+                if s is not None:  # what resolution will read
+                    c = s.classes.get(head)
+                    if c is not None:
+                        if any(m.loader_attrs for m in c.methods.values()):
+                            return False
+                        work += [b for b in c.bases if b]
+                    elif head not in s.functions and head in s.names:
+                        work.append(".".join([s.names[head], *rest]))
+                    break
+                if self.path_for(mod) is None:
+                    continue
+                tm = self.text_module(mod)
+                if tm is None or tm.interesting or tm.unclear:
+                    return False
+                if head in tm.classes:
+                    bases = tm.classes[head]
+                    if bases is None:
+                        return False
+                    for b in bases:
+                        got = self._text_qualify(tm, b)
+                        if got is None:
+                            return False
+                        work += got
+                targets = {t for t in tm.imports.get(head, ())}
+                aliases = tm.aliases(head)
+                if aliases is None:
+                    return False
+                for a in aliases:
+                    got = self._text_qualify(tm, a)
+                    if got is None:
+                        return False
+                    targets |= got
+                work += [".".join([t, *rest]) for t in targets]
+                break
+        return True
+
     # -- queries
     def canonical(self, qname: str) -> str:
         """Follow re-exports and aliases inside the project: ``pkg.data.Base`` imported in
         ``pkg/data/__init__.py`` from ``.base`` becomes ``pkg.data.base.Base``; a name that leaves
         the project (``pkg.data.Dataset`` re-exporting torch's) becomes the outside name."""
+        key = ("canonical", qname)
+        got = self._memo.get(key)
+        if got is None:
+            got = self._memo[key] = self._canonical(qname)
+        return got  # type: ignore[return-value]
+
+    def _canonical(self, qname: str) -> str:
         seen: Set[str] = set()
         while qname not in seen and len(seen) < MAX_DEPTH:
             seen.add(qname)
@@ -774,6 +1191,14 @@ class ProjectIndex:
     def base_chain(self, qname: str) -> Tuple[List[ClassRef], List[str]]:
         """(the class and its project bases, depth-first in base order; the outside bases reached,
         as canonical qualified names). Cycles between modules end the walk."""
+        key = ("base_chain", qname)
+        got = self._memo.get(key)
+        if got is None:
+            got = self._memo[key] = tuple(map(tuple, self._base_chain(qname)))
+        chain, outside = got  # type: ignore[misc]
+        return list(chain), list(outside)
+
+    def _base_chain(self, qname: str) -> Tuple[List[ClassRef], List[str]]:
         chain: List[ClassRef] = []
         outside: List[str] = []
         seen: Set[str] = set()
@@ -876,7 +1301,14 @@ class ProjectIndex:
         """Whether the project function ``qname`` (a module-level function, followed through
         re-exports) uses CUDA, itself or through the project functions it calls: (the CUDA call,
         the function that makes it, its path, line), or None."""
-        seen = set() if seen is None else seen
+        if seen is None and depth == 0:  # a question from outside: answered once per name
+            key = ("function_cuda", qname)
+            if key not in self._memo:
+                self._memo[key] = self._function_cuda(qname, 0, set())
+            return self._memo[key]  # type: ignore[return-value]
+        return self._function_cuda(qname, depth, set() if seen is None else seen)
+
+    def _function_cuda(self, qname: str, depth: int, seen: Set[str]) -> Optional[Tuple[str, str, str, int]]:
         if depth > 4 or qname in seen or len(seen) > 64:
             return None
         seen.add(qname)
@@ -1009,7 +1441,7 @@ class ProjectIndex:
             return got
         text = data.decode("utf-8", "surrogateescape")
         cands: List[str] = []
-        for dots, mod, imported in _FROM_IMPORT.findall(text):
+        for dots, mod, imported in _at_line_starts(_FROM_IMPORT, text):
             base = absolute_module(module, is_package, len(dots), mod or None)
             if base:
                 cands.append(base)
@@ -1017,7 +1449,7 @@ class ProjectIndex:
                 n = n.split("#", 1)[0].split()
                 if n and n[0].isidentifier():
                     cands.append(f"{base}.{n[0]}" if base else n[0])  # a submodule imported by name
-        for imported in _IMPORT.findall(text):
+        for imported in _at_line_starts(_IMPORT, text):
             for n in imported.split(","):
                 n = n.split("#", 1)[0].split()
                 if n:
@@ -1038,10 +1470,18 @@ class ProjectIndex:
 _INDEXES: Dict[Tuple[Path, int], ProjectIndex] = {}
 
 
-def index_for(path: str, knowledge: Knowledge, use_cache: bool = True) -> ProjectIndex:
+def index_for(path: str, knowledge: Knowledge, use_cache: bool = True, roots: Optional[Dict[str, Path]] = None) -> ProjectIndex:
     """The per-process index of a file's project (one per project root and knowledge): the flake8
-    plugin and the language server keep one per project for the life of the process."""
-    root = project_root(path)
+    plugin and the language server keep one per project for the life of the process. ``roots``: a
+    directory -> project root memo held by a caller for whom files do not come and go during its
+    use (one ``forksafe check`` run): then the root is looked for once per directory."""
+    if roots is None:
+        root = project_root(path)
+    else:
+        d = os.path.dirname(os.path.realpath(path))  # the root depends on the file's real directory only
+        root = roots.get(d)  # type: ignore[assignment]
+        if root is None:
+            root = roots[d] = project_root(path)
     key = (root, id(knowledge))
     ix = _INDEXES.get(key)
     if ix is None or ix.k is not knowledge:
@@ -1065,7 +1505,10 @@ def has_project_dataset(index: ProjectIndex, path: str, k: Knowledge, text: Opti
     a dataset base (the gate's question for files it would otherwise skip)."""
     is_base = lambda q: is_dataset_base_name(q, k)  # noqa: E731
     if text is not None:  # without parsing the file: its bases read from the text
-        for q in index.project_bases(path, text):
+        bases = index.project_bases(path, text)
+        if not bases or index.cannot_reach_dataset(bases):
+            return False  # proved from the text of the modules on the way: nothing to summarise
+        for q in bases:
             ref = index.resolve_class(q)
             if ref is not None and (is_base(ref.qname) or index.derives_from(ref.qname, is_base)):
                 return True

@@ -445,7 +445,11 @@ def facts_of_text(text: str, k: Knowledge) -> Optional[Facts]:
     return _facts_of_text(text, k)
 
 
-def _facts_of_text(text: str, k: Knowledge) -> Optional[Facts]:
+KEEP_TREE_BELOW = 100_000  # characters: the gate hands its tree on (``Gate.tree``) only for a file this small
+
+
+def _facts_of_text(text: str, k: Knowledge, kept: Optional[List[ast.Module]] = None) -> Optional[Facts]:
+    """``kept``: the whole file's tree is appended to it (a file under ``KEEP_TREE_BELOW``)."""
     if _AST_NEEDS_GUARD:
         from flake8_forksafe.guard import too_deep
 
@@ -456,6 +460,8 @@ def _facts_of_text(text: str, k: Knowledge) -> Optional[Facts]:
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
+        if kept is not None and len(text) < KEEP_TREE_BELOW:
+            kept.append(tree)
         return facts_of_tree(tree, k)
     lines = split_lines(text)
     cuts = [i for i, line in enumerate(lines) if i and _SPLIT.match(line)] + [len(lines)]
@@ -490,7 +496,7 @@ class Gate:
     """The gate's verdict on one file and the facts it computed (None when the text gate alone
     decided, or the file does not parse): the slicer takes them (``slicing.reduce``)."""
 
-    __slots__ = ("passes", "facts", "parsed", "anchors")
+    __slots__ = ("passes", "facts", "parsed", "anchors", "tree")
 
     def __init__(
         self, passes: bool, facts: Optional[Facts] = None, parsed: bool = False, anchors: FrozenSet[str] = ALL_ANCHORS
@@ -499,15 +505,22 @@ class Gate:
         self.facts = facts
         self.parsed = parsed  # facts_of_text ran: ``facts`` is its answer (None: a syntax error)
         self.anchors = anchors  # the anchors tested (the enabled rules'): the slicer keeps what they need
+        self.tree: Optional[ast.Module] = None  # the whole file's ast, when asked to keep it (``gate(keep_tree=True)``)
 
 
-def gate(text: str, k: Knowledge, anchors: FrozenSet[str] = ALL_ANCHORS) -> Gate:
+def gate(text: str, k: Knowledge, anchors: FrozenSet[str] = ALL_ANCHORS, keep_tree: bool = False) -> Gate:
+    """``keep_tree``: the verdict keeps the ast the gate parsed (``Gate.tree``, a file under
+    ``KEEP_TREE_BELOW``), for the project index to summarise the file without parsing it again."""
     if not text_gate(text, k, anchors):
         return Gate(False, anchors=anchors)
-    facts = facts_of_text(text, k)
+    kept: List[ast.Module] = []
+    facts = _facts_of_text(text, k, kept) if keep_tree else facts_of_text(text, k)
     if facts is None:
         return Gate(True, None, parsed=True, anchors=anchors)  # let the real parser report
-    return Gate(facts.could_have_findings(anchors), facts, parsed=True, anchors=anchors)
+    verdict = Gate(facts.could_have_findings(anchors), facts, parsed=True, anchors=anchors)
+    if kept:
+        verdict.tree = kept[0]
+    return verdict
 
 
 def gate_tree(text: str, tree: ast.AST, k: Knowledge, anchors: FrozenSet[str] = ALL_ANCHORS) -> Gate:

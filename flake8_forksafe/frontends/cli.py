@@ -189,7 +189,8 @@ def check_file(
     text = ""
     try:
         text = decode(data, path)
-        verdict = gate(text, cfg)  # the slicer takes its facts: the file is parsed by ast once
+        # the slicer takes its facts, and the project index the gate's tree: the file is parsed by ast once
+        verdict = gate(text, cfg, keep_tree=index is not None)
         if not verdict.passes and not project_anchor(index, path, cfg, text):
             return [], None, None
         digest = None
@@ -297,25 +298,28 @@ def _notebook_diff(name: str, cells) -> str:
 
 _WORKER_CFG: Optional[Config] = None
 _WORKER_CACHE = None
+_WORKER_ROOTS: dict = {}  # directory -> project root, for this worker's run (index_for)
 
 
 def _init_worker(cfg: Config, use_cache: bool) -> None:
-    global _WORKER_CFG, _WORKER_CACHE
+    global _WORKER_CFG, _WORKER_CACHE, _WORKER_ROOTS
     _WORKER_CFG = cfg
     _WORKER_CACHE = _make_cache(cfg) if use_cache else None
+    _WORKER_ROOTS = {}
 
 
 def _check_in_worker(path: str) -> Outcome:
     assert _WORKER_CFG is not None
-    return check_file(path, _WORKER_CFG, cache=_WORKER_CACHE, index=_index(path, _WORKER_CFG, _WORKER_CACHE is not None))
+    index = _index(path, _WORKER_CFG, _WORKER_CACHE is not None, _WORKER_ROOTS)
+    return check_file(path, _WORKER_CFG, cache=_WORKER_CACHE, index=index)
 
 
-def _index(path: str, cfg: Config, use_cache: bool):
+def _index(path: str, cfg: Config, use_cache: bool, roots: Optional[dict] = None):
     """The file's project index, one per project root in each process (a forked worker inherits
     the parent's; a spawned one reads the summaries it needs from the index cache)."""
     from flake8_forksafe.index import index_for
 
-    return index_for(path, cfg.knowledge, use_cache=use_cache and bool(cfg.cache))
+    return index_for(path, cfg.knowledge, use_cache=use_cache and bool(cfg.cache), roots=roots)
 
 
 def _make_cache(cfg: Config):

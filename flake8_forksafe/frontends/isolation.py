@@ -268,6 +268,7 @@ def check_serially(files: Sequence[str], cfg: Any, use_cache: bool) -> List[Any]
 
     cache = _make_cache(cfg) if use_cache else None
     out = []
+    roots: dict = {}  # directory -> project root, for this run (index_for)
     for path in files:
         try:
             with open(path, "rb") as fh:
@@ -277,7 +278,8 @@ def check_serially(files: Sequence[str], cfg: Any, use_cache: bool) -> List[Any]
             continue
         got = None
         if len(data) <= RISKY_BYTES:  # deep files are told apart once the gate lets them through
-            got = check_file(path, cfg, data=data, cache=cache, index=_index(path, cfg, use_cache), isolate=_deep)
+            index = _index(path, cfg, use_cache, roots)
+            got = check_file(path, cfg, data=data, cache=cache, index=index, isolate=_deep)
         if got is None:
             got = call_isolated(_check_path_alone, (path, cfg, use_cache), lambda job, why: worker_died(job[0], why))
         out.append(got)
