@@ -626,6 +626,26 @@ class _Indexer(cst.CSTVisitor):
             fn.local_assigns.setdefault(node.asname.name.value, []).append(node.item)
 
 
+_FIELDS: Dict[type, Tuple[str, ...]] = {}  # node type -> its dataclass field names
+
+
+def push_children(n: cst.CSTNode, stack: List[cst.CSTNode]) -> None:
+    """Push the child nodes of ``n`` onto ``stack`` (a depth-first walk without libcst's visitor:
+    its dispatch costs more than the walk)."""
+    t = type(n)
+    names = _FIELDS.get(t)
+    if names is None:
+        import dataclasses
+
+        names = _FIELDS[t] = tuple(f.name for f in dataclasses.fields(t))
+    for name in names:
+        v = getattr(n, name)
+        if isinstance(v, (tuple, list)):
+            stack.extend(c for c in v if isinstance(c, cst.CSTNode))
+        elif isinstance(v, cst.CSTNode):
+            stack.append(v)
+
+
 def _per_class(method: Callable[["Analysis", ClassInfo], List[Any]]) -> Callable[["Analysis", ClassInfo], List[Any]]:
     """Answer once per class and analysis (the rules ask for a dataset's parent side, hooks and
     library bases again and again; the index behind them is not free); callers get a copy."""

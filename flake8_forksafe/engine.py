@@ -138,12 +138,8 @@ class _StatementPositions:
 
     def _search(self, wanted: set) -> None:
         """Each top-level statement's nodes, depth first, until every wanted node is placed."""
-        import dataclasses
+        from flake8_forksafe.analysis import push_children
 
-        import libcst as cst
-
-        node_type = cst.CSTNode
-        fields = _FIELDS
         for i, stmt in enumerate(self.module.body):
             stack = [stmt]
             while stack:
@@ -151,16 +147,7 @@ class _StatementPositions:
                 if id(n) in wanted:
                     self.owner[id(n)] = i
                     wanted.discard(id(n))
-                t = type(n)
-                names = fields.get(t)
-                if names is None:
-                    names = fields[t] = tuple(f.name for f in dataclasses.fields(t))
-                for name in names:
-                    v = getattr(n, name)
-                    if isinstance(v, (tuple, list)):
-                        stack.extend(c for c in v if isinstance(c, node_type))
-                    elif isinstance(v, node_type):
-                        stack.append(v)
+                push_children(n, stack)
             if not wanted:
                 return
 
@@ -206,7 +193,6 @@ class _StatementPositions:
         )
 
 
-_FIELDS: dict = {}  # node type -> its dataclass fields (libcst's children are among them)
 
 
 def report_positions(a: Analysis, nodes: Sequence[cst.CSTNode]) -> Any:

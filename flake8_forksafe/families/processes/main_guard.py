@@ -27,7 +27,7 @@ from typing import Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Set, T
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from flake8_forksafe.analysis import Analysis, is_main_guard
+from flake8_forksafe.analysis import Analysis, is_main_guard, push_children
 
 PURE, EXEC, MIXED = "pure", "exec", "mixed"
 
@@ -173,30 +173,17 @@ _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 _NOT_NAMES = frozenset(keyword.kwlist) | {"__debug__"}  # not importable names
 _NAMES: "OrderedDict[str, Tuple[FrozenSet[str], StatementNames]]" = OrderedDict()  # code -> (dotted, names)
 NAMES_KEPT = 4096  # statements remembered (least recently used first out)
-_FIELDS: Dict[type, Tuple[str, ...]] = {}
 
 
 def _owners(stmts: Sequence[cst.CSTNode], first: int) -> Dict[int, int]:
     """id(node) -> index of the statement holding it (``first`` for ``stmts[0]``)."""
-    import dataclasses
-
     out: Dict[int, int] = {}
-    node_type, fields = cst.CSTNode, _FIELDS
     for i, stmt in enumerate(stmts, first):
         stack = [stmt]
         while stack:
             n = stack.pop()
             out[id(n)] = i
-            t = type(n)
-            names = fields.get(t)
-            if names is None:
-                names = fields[t] = tuple(f.name for f in dataclasses.fields(t))
-            for name in names:
-                v = getattr(n, name)
-                if isinstance(v, (tuple, list)):
-                    stack.extend(c for c in v if isinstance(c, node_type))
-                elif isinstance(v, node_type):
-                    stack.append(v)
+            push_children(n, stack)
     return out
 
 
