@@ -696,9 +696,7 @@ class Analysis:
         self.module_assigns: Dict[str, List[cst.BaseExpression]] = {}
         self.attr_stores: List["AttrStore"] = []  # `name.attr = value` (loader.collate_fn = fn, ...)
         self.attr_targets: List[cst.Attribute] = []  # every `<expr>.attr = ...` / `: T = ...` target
-        self._memo: Dict[Tuple[str, Any], Any] = {}
-        # classes that are datasets' only because a dataset keeps their objects: id -> why (dataset_classes)
-        self.kept_by: Dict[int, str] = {}  # per-class answers the rules ask again and again
+        self._memo: Dict[Tuple[str, Any], Any] = {}  # per-class answers the rules ask again and again
         # imports are collected in the same walk; qualify() needs them, so walk imports first
         self._collect_imports()
         _Indexer(self).walk(module)
@@ -817,8 +815,18 @@ class Analysis:
     @cached_property
     def dataset_classes(self) -> List[ClassInfo]:
         """Dataset-like classes: by base chain, or stored by a dataset, or passed to a DataLoader."""
+        return self._datasets[0]
+
+    @cached_property
+    def kept_by(self) -> Dict[int, str]:
+        """id of a class that is dataset-like only because a dataset keeps its objects -> why."""
+        return self._datasets[1]
+
+    @cached_property
+    def _datasets(self) -> Tuple[List[ClassInfo], Dict[int, str]]:
         out: List[ClassInfo] = []
         ids: Set[int] = set()
+        kept_by: Dict[int, str] = {}
 
         def add(c: ClassInfo) -> None:
             if id(c) not in ids:
@@ -857,7 +865,7 @@ class Analysis:
                                 t = self.module_classes.get(v.func.value)
                                 if t is not None and id(t) not in ids and itemish(t):
                                     add(t)
-                                    self.kept_by[id(t)] = f"dataset {c.name} keeps its objects"
+                                    kept_by[id(t)] = f"dataset {c.name} keeps its objects"
                                     changed = True
             for lc in self.loader_calls:
                 t = lc.dataset_class
@@ -868,9 +876,9 @@ class Analysis:
                 for t in self.registry_classes(c):
                     if id(t) not in ids and itemish(t):
                         add(t)
-                        self.kept_by[id(t)] = f"dataset {c.name} builds its objects from a module-level registry and keeps them"
+                        kept_by[id(t)] = f"dataset {c.name} builds its objects from a module-level registry and keeps them"
                         changed = True
-        return out
+        return out, kept_by
 
     def registry_classes(self, cls: ClassInfo) -> List[ClassInfo]:
         """Classes of this module listed in a module-level registry (a dict / list / tuple literal,

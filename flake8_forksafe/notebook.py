@@ -27,7 +27,7 @@ import difflib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 NOTEBOOK_SUFFIX = ".ipynb"
 

@@ -50,7 +50,8 @@ MP_CALLS = frozenset(
     }
 )
 KEYWORDS = frozenset({"worker_init_fn", "multiprocessing_context"})
-# ``x.collate_fn = f`` / ``x.worker_init_fn = f``: attributes only a DataLoader reads (LOADER_CALL)
+# ``x.collate_fn = f`` / ``x.worker_init_fn = f``: attributes only a DataLoader reads (LOADER_CALL;
+# FRK201/202 flag local callables stored there on a loader a function was given: pickling/facts.py)
 LOADER_ATTRS = frozenset({"collate_fn", "worker_init_fn"})
 
 # The anchors a rule can declare (``ANCHORS = (...)`` on its class): what the gate tests for it.

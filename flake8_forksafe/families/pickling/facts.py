@@ -24,6 +24,7 @@ from flake8_forksafe.analysis import (
     param_default,
     string_value,
 )
+from flake8_forksafe.prefilter import LOADER_ATTRS  # the gate's anchor is the rule's vocabulary
 
 
 # DataLoader parameters that take a callable or an object, with their positional index.
@@ -31,11 +32,6 @@ LOADER_CALLABLES = (("sampler", 3), ("batch_sampler", 4), ("collate_fn", 6), ("w
 
 
 SPAWN_HINT = "spawn/forkserver workers cannot pickle it (it only works under fork)"
-
-
-# attributes only a DataLoader reads when it starts its workers: assigned on an object the function
-# was given, that object is a loader
-LOADER_ONLY_ATTRS = frozenset({"collate_fn", "worker_init_fn"})
 
 
 @dataclass
@@ -472,7 +468,7 @@ class Sinks:
                 if all(lc.workers == "zero" for lc in lcs):
                     continue
                 where = f"{st.name}.{st.attr} of a DataLoader whose num_workers is not 0"
-            elif not values and st.func is not None and st.attr in LOADER_ONLY_ATTRS:
+            elif not values and st.func is not None and st.attr in LOADER_ATTRS:  # only a loader reads them
                 # a loader the function was given (a parameter, a loop over them): its num_workers is
                 # the caller's, not literally 0 here
                 where = f"{st.name}.{st.attr}, a DataLoader {st.func.node.name.value}() was given (its num_workers is the caller's)"
