@@ -158,9 +158,11 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     report = []
 
-    for pkg in load_packages(args.part):
-        if only and pkg["name"] not in only:
-            continue
+    selected = [pkg for pkg in load_packages(args.part) if not only or pkg["name"] in only]
+    if not selected:
+        print(f"no package in part {args.part!r}" + (f" named {args.only}" if only else ""))
+        return 2
+    for pkg in selected:
         root = source_root(pkg)
         if not root.is_dir():
             print(f"{pkg['name']}: not fetched ({root} missing); run fetch.py first")
