@@ -37,6 +37,7 @@ class Factory:
     subscript: bool = False
     close: str = "close"
     when: str = ""
+    stream: bool = False  # reads move a position that a reopened handle starts again from 0
 
 
 @dataclass(frozen=True)
@@ -230,6 +231,7 @@ def _build(data: Dict[str, dict]) -> Knowledge:
             subscript=bool(f.get("subscript", False)),
             close=f.get("close", "close"),
             when=f.get("when", ""),
+            stream=bool(f.get("stream", False)),
         )
         for f in handles["factory"]
     }

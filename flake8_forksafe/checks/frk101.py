@@ -30,7 +30,7 @@ from flake8_forksafe.families.handles.facts import (
 )
 from flake8_forksafe.families.handles.chains import SplitPlan, apply_split, plan_split
 from flake8_forksafe.families.handles.lazy import LazyPlan, apply_lazy, plan_derived, plan_lazy
-from flake8_forksafe.model import SAFE, Example, Report, Rule
+from flake8_forksafe.model import SAFE, UNSAFE, Example, Report, Rule
 
 
 @dataclass(eq=False)
@@ -278,12 +278,15 @@ class DS(Dataset):
             if group[0] is not k:
                 continue  # one finding per factory call
             fix = self._plan(a, k, group)
-            yield self.report(
+            rep = self.report(
                 k.handle.call,
                 self.message(k, fix),
                 fixable=isinstance(fix, (LazyPlan, SplitPlan)),
                 data=fix,
             )
+            if isinstance(fix, LazyPlan) and fix.unsafe:
+                rep.applicability = UNSAFE
+            yield rep
 
         for cls in a.dataset_classes:  # opened by a base class's method in another module
             for fact in a.project_init_handles(cls):
@@ -317,7 +320,7 @@ class DS(Dataset):
             props = plan_derived(a, k.fn, k.sa, derived) if derived else []
         if props is None:
             return f"self.{others[0] if others else derived[0][1].attr} keeps an object derived from it"
-        return plan_lazy(a, k.fn, k.sa, h.call, f"{h.factory.name}()", h.factory.close, props)
+        return plan_lazy(a, k.fn, k.sa, h.call, f"{h.factory.name}()", h.factory.close, props, factory=h.factory)
 
     def _plan_split(self, a: Analysis, k: Kept, group: List[Kept]):
         """``self.x = h5py.File(p)["data"]`` / ``hf = h5py.File(p); self.x = hf.get("data")``: the
@@ -352,6 +355,9 @@ class DS(Dataset):
         tail = "open it lazily in each worker process"
         if isinstance(fix, str):  # a plan (lazy, or split then lazy) is a fix, not a reason
             tail += f" (no automatic fix: {fix})"
+        elif isinstance(fix, LazyPlan) and fix.unsafe:
+            tail += (" (unsafe fix: each process reopens it at its start, and __init__ has read from it, "
+                     "so a method that reads it without seeking first would see other data)")
         via = f" ({owner} is not a dataset, but {k.via})" if k.via else ""
         return (
             f"{what}() opened in {owner}.{in_} and kept in {where}self.{k.sa.attr}{via}: forked DataLoader "

@@ -57,6 +57,7 @@ from flake8_forksafe.families.getstate import (
 )
 from flake8_forksafe.families.handles.facts import SelfAttrNodes, loads, mentions, reads_attr
 from flake8_forksafe.families.style import line_length
+from flake8_forksafe.knowledge import Factory
 
 @dataclass(eq=False)
 class LazyPlan:
@@ -215,11 +216,14 @@ def plan_lazy(
     close: Optional[str],
     derived: Sequence[DerivedProp] = (),
     recipe: Optional[Sequence[str]] = None,
+    factory: Optional[Factory] = None,
 ) -> Union[LazyPlan, str]:
     """How to turn ``self.attr = call`` into a per-process lazy attribute, or why it cannot be done
     automatically (a short phrase). ``derived`` (see ``plan_derived``) become properties too.
     ``recipe``: ``call`` is an expression (a generator expression) rebuilt as it is, and these are the
-    ``__init__`` locals it reads, kept on the instance (the caller has checked they can be)."""
+    ``__init__`` locals it reads, kept on the instance (the caller has checked they can be).
+    ``factory``: what the handle's methods and subscripts return (``factory.derived``), so that a value
+    computed in ``__init__`` from the handle is known to be data or another handle (``outliving_use``)."""
     owner = fn.cls
     attr = sa.attr
     if owner is not None and owner.in_function is not None:
@@ -291,7 +295,208 @@ def plan_lazy(
     )
     if close:
         plan.close_in = _inits_reading(a, owner, attr, [(fn, d.sa) for d in derived])
+        kept = outliving_use(a, plan.close_in, [attr, *(d.sa.attr for d in derived)], factory)
+        if kept is not None:
+            return f"{kept} made from self.{attr} in __init__ would outlive the close at its end"
+        if plan.close_in and factory is not None and factory.stream and _reads_before_seek(a, related, plan):
+            plan.unsafe = True  # reopened at its start: __init__'s reads had moved the position
     return plan
+
+
+def _reads_before_seek(a: Analysis, related: Sequence[ClassInfo], plan: LazyPlan) -> bool:
+    """Some method other than the ``__init__`` code reads the stream ``self.<attr>`` without first
+    seeking it (the first statement that uses it is not ``self.<attr>.seek(...)``): it would read from
+    where ``__init__`` left the handle, and the reopened handle starts at 0."""
+    init_code = {id(f) for init in plan.close_in for f in a.closure(init.cls, [init])}
+    for c in related:
+        for g in c.methods.values():
+            if id(g) in init_code or not g.self_name or not isinstance(g.node.body, cst.IndentedBlock):
+                continue
+            for stmt in g.node.body.body:
+                v = SelfAttrNodes(g.self_name, plan.attr)
+                stmt.visit(v)
+                if not v.nodes:
+                    continue
+                call = stmt.body[0].value if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr) else None
+                if not (
+                    isinstance(call, cst.Call)
+                    and isinstance(call.func, cst.Attribute)
+                    and call.func.attr.value == "seek"
+                    and self_attr(call.func.value, g.self_name) == plan.attr
+                ):
+                    return True
+                break
+    return False
+
+
+# Builtins that read an object (or an iterable, completely or one item) and keep no reference to it.
+_CONSUMERS = frozenset(
+    {
+        "all", "any", "bool", "bytearray", "bytes", "dict", "float", "format", "frozenset", "hash",
+        "id", "int", "isinstance", "hasattr", "len", "list", "max", "min", "next", "print", "repr",
+        "set", "sorted", "str", "sum", "tuple", "type",
+    }
+)  # fmt: skip
+
+
+# Calls that read a file object completely and return data, as written in the source.
+_READERS = frozenset(
+    {
+        "json.load", "pickle.load", "yaml.load", "yaml.safe_load", "yaml.full_load", "tomllib.load",
+        "np.loadtxt", "numpy.loadtxt", "np.genfromtxt", "numpy.genfromtxt", "np.fromfile", "numpy.fromfile",
+        "os.fstat", "os.read", "os.pread", "os.lseek",
+    }
+)  # fmt: skip
+
+
+class _Tree(cst.CSTVisitor):
+    """One function's nodes with their parents; nested functions, lambdas and classes are left out
+    (their reads of ``self.<attr>`` run later, through the property, in whatever process)."""
+
+    def __init__(self) -> None:
+        self.parent: Dict[int, cst.CSTNode] = {}
+        self.stack: List[cst.CSTNode] = []
+        self.nodes: List[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.stack:
+            self.parent[id(node)] = self.stack[-1]
+        self.stack.append(node)
+        self.nodes.append(node)
+        return len(self.stack) == 1 or not isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef))
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+def outliving_use(
+    a: Analysis, inits: Sequence[FuncInfo], attrs: Sequence[str], factory: Optional[Factory]
+) -> Optional[str]:
+    """What, made in the code these ``__init__`` methods run from ``self.<attr>`` (the handle or an
+    attribute derived from it), may keep a reference to the handle after ``__init__`` returns: the
+    fix closes the handle there, so such a value would read a closed handle (``iter(self.fh)``,
+    ``csv.reader(self.fh)``, ``(l for l in self.fh)``, a list holding ``self.env.begin()``).
+
+    Reads whose value is data (``self.fh.readline()``, ``len(self.f["x"])``, ``self.env.stat()``),
+    consumed at once (``list(...)``, a ``for`` loop, a list comprehension), kept as an attribute the fix
+    turns into a property, or only tested (``if self.fh is None``) are fine.  Anything else that keeps
+    the value (an argument of a call other than an eager builtin, a generator expression not consumed
+    at once, a container, a ``return``) answers a short description of it."""
+    fns: List[FuncInfo] = []
+    for init in inits:
+        for f in a.closure(init.cls, [init]):
+            if f.self_name and all(f is not g for g in fns):
+                fns.append(f)
+    kept_attrs = set(attrs[1:])
+    for f in fns:
+        tree = _Tree()
+        f.node.visit(tree)
+        reads = [n for n in tree.nodes if isinstance(n, cst.Attribute) and self_attr(n, f.self_name) in attrs]
+        aliases: Set[str] = set()
+        while reads:
+            node = reads.pop()
+            what = _outlives(tree.parent, node, factory, kept_attrs, f.self_name, aliases)
+            if isinstance(what, str):
+                return what
+            if what is not None:  # a local name now holds the handle: follow its uses too
+                if what.value not in aliases and len(aliases) < 16:
+                    aliases.add(what.value)
+                    reads += [
+                        n
+                        for n in tree.nodes
+                        if isinstance(n, cst.Name) and n.value == what.value and n is not what
+                        and not _is_target(tree.parent, n)
+                    ]
+    return None
+
+
+def _is_target(parent: Dict[int, cst.CSTNode], n: cst.Name) -> bool:
+    p = parent.get(id(n))
+    if isinstance(p, cst.AssignTarget) or (isinstance(p, (cst.AnnAssign, cst.AugAssign)) and p.target is n):
+        return True
+    return isinstance(p, cst.AsName) or (isinstance(p, (cst.For, cst.CompFor)) and p.target is n)
+
+
+def _outlives(
+    parent: Dict[int, cst.CSTNode],
+    node: cst.CSTNode,
+    factory: Optional[Factory],
+    kept_attrs: Set[str],
+    me: Optional[str],
+    aliases: Set[str],
+) -> Union[None, str, cst.Name]:
+    """None: this use keeps nothing; a description: it may keep the handle; a ``Name``: the handle is
+    bound to that local, whose uses decide."""
+    from flake8_forksafe.analysis import _is_data_slice
+
+    cur = node
+    what = ""  # set once the value is the result of a call that may hold the handle
+    for _ in range(64):
+        p = parent.get(id(cur))
+        if p is None:
+            return None
+        if isinstance(p, cst.Attribute) and p.value is cur:
+            call = parent.get(id(p))
+            if isinstance(call, cst.Call) and call.func is p and factory is not None and p.attr.value in factory.derived:
+                cur = call  # self.env.begin(): another handle
+                continue
+            return None  # self.fh.readline(), self.f.filename: data
+        if isinstance(p, cst.Subscript) and p.value is cur:
+            if factory is not None and factory.subscript and not _is_data_slice(p):
+                cur = p  # self.f["images"]: a dataset of the file
+                continue
+            return None
+        if isinstance(p, cst.Call) and p.func is cur:
+            return None
+        if isinstance(p, cst.Arg):
+            call = parent.get(id(p))
+            func = call.func if isinstance(call, cst.Call) else None
+            name = dotted(func) if func is not None else None
+            if name in _CONSUMERS or name in _READERS:
+                return None
+            if isinstance(func, cst.Attribute) and func.attr.value == "join" and isinstance(func.value, cst.SimpleString):
+                return None  # ", ".join(self.fh)
+            if not isinstance(call, cst.Call):
+                return "a value"
+            cur = call  # csv.reader(self.fh), iter(self.fh): the result may hold the handle
+            what = f"the result of {name or 'a call'}(...)"
+            continue
+        if isinstance(p, cst.CompFor) and p.iter is cur:
+            comp = p
+            while isinstance(comp, cst.CompFor):
+                comp = parent.get(id(comp))
+            if isinstance(comp, cst.GeneratorExp):
+                cur = comp  # lazy: iterates the handle when consumed
+                continue
+            return None  # a list/set/dict comprehension runs now
+        if isinstance(cur, cst.GeneratorExp) and not isinstance(p, cst.Arg):
+            return what or "a generator expression"
+        if isinstance(p, cst.For) and p.iter is cur:
+            return None
+        if isinstance(p, cst.WithItem) and p.item is cur:
+            asname = p.asname.name if p.asname is not None else None
+            return asname if isinstance(asname, cst.Name) else None
+        if isinstance(p, (cst.Assign, cst.AnnAssign)) and p.value is cur:
+            targets = [t.target for t in p.targets] if isinstance(p, cst.Assign) else [p.target]
+            for t in targets:
+                if isinstance(t, cst.Name):
+                    continue
+                if me is not None and self_attr(t, me) in kept_attrs and not what:
+                    continue  # becomes a property of the handle
+                return what or (f"self.{self_attr(t, me)}" if me is not None and self_attr(t, me) else "a stored value")
+            names = [t for t in targets if isinstance(t, cst.Name)]
+            return names[0] if names else None
+        if isinstance(p, (cst.Element, cst.DictElement, cst.StarredElement, cst.StarredDictElement)):
+            return what or "a container"
+        if isinstance(p, (cst.Return, cst.Yield)):
+            return what or "a returned value"
+        if isinstance(p, (cst.IfExp, cst.BooleanOperation)) and (
+            (isinstance(p, cst.IfExp) and p.test is not cur) or isinstance(p, cst.BooleanOperation)
+        ):
+            cur = p  # `self.fh or x`, `self.fh if c else x`: the value may be the handle
+            continue
+        return None
+    return None
 
 
 def _is_none(value: Optional[cst.BaseExpression]) -> bool:
