@@ -13,7 +13,7 @@ import functools
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, FrozenSet, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, FrozenSet, Optional, Sequence, Tuple, TypeVar
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -38,6 +38,7 @@ class Factory:
     close: str = "close"
     when: str = ""
     stream: bool = False  # reads move a position that a reopened handle starts again from 0
+    mode: Optional[Tuple[int, str, str]] = None  # (position, keyword, default) of the open mode
 
 
 @dataclass(frozen=True)
@@ -232,6 +233,7 @@ def _build(data: Dict[str, dict]) -> Knowledge:
             close=f.get("close", "close"),
             when=f.get("when", ""),
             stream=bool(f.get("stream", False)),
+            mode=tuple(f["mode"]) if f.get("mode") else None,
         )
         for f in handles["factory"]
     }

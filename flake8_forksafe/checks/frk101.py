@@ -356,8 +356,7 @@ class DS(Dataset):
         if isinstance(fix, str):  # a plan (lazy, or split then lazy) is a fix, not a reason
             tail += f" (no automatic fix: {fix})"
         elif isinstance(fix, LazyPlan) and fix.unsafe:
-            tail += (" (unsafe fix: each process reopens it at its start, and __init__ has read from it, "
-                     "so a method that reads it without seeking first would see other data)")
+            tail += f" (unsafe fix: {fix.why_unsafe})"
         via = f" ({owner} is not a dataset, but {k.via})" if k.via else ""
         return (
             f"{what}() opened in {owner}.{in_} and kept in {where}self.{k.sa.attr}{via}: forked DataLoader "

@@ -116,3 +116,107 @@ def test_old_behaviour_would_have_broken_rows(data):
     handle.close()
     with pytest.raises(ValueError, match="closed file"):
         next(rows)
+
+
+# --------------------------------------------------------------------------------------------------
+# the open mode: the fix reopens the handle in each process
+
+MODES = [
+    ('open(path)', "safe", ""),
+    ('open(path, "rb")', "safe", ""),
+    ('h5py.File(path, mode="r")', "safe", ""),
+    ('os.open(path, os.O_RDONLY)', "safe", ""),
+    ('pd.HDFStore(path, mode="r")', "safe", ""),
+    ('open(path, mode="a")', "unsafe", "(unsafe fix: it is opened for writing (mode 'a'): each process opens it"),
+    ('open(path, "r+")', "unsafe", "(unsafe fix: it is opened for writing (mode 'r+')"),
+    ('pd.HDFStore(path)', "unsafe", "(unsafe fix: it is opened for writing (mode 'a')"),  # HDFStore's default
+    ('open(path, "w")', None, "(no automatic fix: it is opened with mode 'w', which each process's reopening"),
+    ('h5py.File(path, "w-")', None, "(no automatic fix: it is opened with mode 'w-'"),
+    ('gzip.open(path, "xt")', None, "(no automatic fix: it is opened with mode 'xt'"),
+    (
+        'os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)',
+        None,
+        "(no automatic fix: it is opened with flags O_CREAT | O_TRUNC | O_WRONLY",
+    ),
+    ('open(path, self.mode)', None, "(no automatic fix: its open mode is not a literal)"),
+    ('open(*self.args)', None, "(no automatic fix: its open mode is not a literal)"),
+]
+
+
+@pytest.mark.parametrize("call, fix, says", MODES, ids=[m[0] for m in MODES])
+def test_open_mode_decides_the_fix(call, fix, says):
+    src = f"""\
+import gzip
+import os
+
+import h5py
+import pandas as pd
+from torch.utils.data import Dataset
+
+
+class D(Dataset):
+    mode, args = "r", ("x",)
+
+    def __init__(self, path):
+        self.h = {call}
+
+    def __getitem__(self, i):
+        return self.h
+"""
+    (f,) = check_source(src.encode(), "ds.py", CFG)
+    assert (f.line, f.fix) == (13, fix)
+    assert says in f.message
+
+
+FD_DS = '''\
+import os
+
+from torch.utils.data import Dataset
+
+
+class Raw(Dataset):
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_RDONLY)
+        self.size = os.fstat(self.fd).st_size
+
+    def __len__(self):
+        return self.size // 4
+
+    def __getitem__(self, i):
+        return os.pread(self.fd, 4, i * 4)
+'''
+
+FD_RUNNER = '''\
+import sys
+
+from torch.utils.data import DataLoader
+
+import fd_ds
+
+if __name__ == "__main__":
+    path = sys.argv[1]
+    with open(path, "wb") as f:
+        f.write(bytes(range(48)))
+    ds = fd_ds.Raw(path)
+    ds[0]
+    base = list(DataLoader(ds, batch_size=None, num_workers=0))
+    for ctx in ("fork", "spawn", "forkserver"):
+        got = list(DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context=ctx))
+        assert got == base, (ctx, got, base)
+        print("ok", ctx, flush=True)
+'''
+
+
+@pytest.mark.slow
+def test_os_open_descriptor_fix_runs_in_workers(tmp_path):
+    """An ``os.open`` descriptor is an int: the fix releases it with ``os.close(fd)`` (a method call,
+    ``fd.close()``, failed in every forked worker, which inherits the parent's int)."""
+    from tests.rules._support import run_with_modules
+
+    res = fix_source(FD_DS.encode(), "fd_ds.py", CFG)
+    assert not res.remaining and res.changed
+    text = res.source.decode()
+    assert "os.close(self._fd)" in text and "self._fd.close()" not in text
+    proc = run_with_modules(tmp_path, {"fd_ds": text}, FD_RUNNER, tmp_path / "data.bin", timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert proc.stdout.split() == ["ok", "fork", "ok", "spawn", "ok", "forkserver"]

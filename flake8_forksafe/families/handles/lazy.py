@@ -78,6 +78,7 @@ class LazyPlan:
     recipe: Optional[List[str]] = None  # an expression rebuilt per process; the __init__ locals it reads
     generator: bool = False  # a generator (FRK203): the comment names it, nothing is closed
     unsafe: bool = False  # the rewrite moves work out of __init__ that the program can observe
+    why_unsafe: str = ""  # what the program can observe (FRK101's message)
 
     @property
     def names(self) -> Names:
@@ -272,6 +273,15 @@ def plan_lazy(
                 return f"{head_name} is not a module-level name"
     elif fn.self_name != "self":
         return "the method's receiver is not named self"
+    writes = ""
+    if recipe is None and factory is not None and factory.mode is not None and isinstance(call, cst.Call):
+        how, text = open_mode(call, factory.mode)
+        if how == "unknown":
+            return "its open mode is not a literal"
+        if how == "truncate":
+            return f"it is opened with {text}, which each process's reopening would truncate or refuse"
+        if how == "write":
+            writes = f"it is opened for writing ({text}): each process opens it on first use, not in __init__"
     setter = setter or _assigned_in_other_modules(a, owner, attr)
     gs = getstate_plan(a, owner, [attr])
     if isinstance(gs, str):
@@ -300,17 +310,83 @@ def plan_lazy(
             return f"{kept} made from self.{attr} in __init__ would outlive the close at its end"
         if plan.close_in and factory is not None and factory.stream and _reads_before_seek(a, related, plan):
             plan.unsafe = True  # reopened at its start: __init__'s reads had moved the position
+            plan.why_unsafe = (
+                "each process reopens it at its start, and __init__ has read from it, so a method that "
+                "reads it without seeking first would see other data"
+            )
+    if writes:
+        plan.unsafe, plan.why_unsafe = True, writes
     return plan
 
 
+_WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_APPEND", "O_CREAT")
+
+
+def open_mode(call: cst.Call, spec: Tuple[int, str, str]) -> Tuple[str, str]:
+    """How ``call`` opens its handle: ``("read" | "write" | "truncate" | "unknown", how it reads)``.
+    ``spec`` is the factory's ``mode`` entry (position, keyword, default) in ``rules/handles.toml``."""
+    from flake8_forksafe.analysis import positional
+
+    pos, kw, default = spec
+    if any(arg.star for arg in call.args):
+        return "unknown", "*args"
+    value: Optional[cst.BaseExpression] = None
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == kw:
+            value = arg.value
+    args = positional(call)
+    if value is None and len(args) > pos:
+        value = args[pos].value
+    if value is None:
+        text = default
+    elif kw == "flags":  # os.open: an expression of os.O_* names
+        names = {n.value for n in _names_in(value) if n.value.startswith("O_")}
+        if not names:
+            return "unknown", ""
+        text = "flags " + " | ".join(sorted(names))
+        if names & {"O_TRUNC", "O_EXCL"}:
+            return "truncate", text
+        return ("write" if names & set(_WRITE_FLAGS) else "read"), text
+    elif isinstance(value, cst.SimpleString) and isinstance(value.evaluated_value, str):
+        text = value.evaluated_value
+    else:
+        return "unknown", ""
+    if text.startswith("O_"):
+        return "read", text
+    shown = f"mode {text!r}"
+    if "w" in text or "x" in text:
+        return "truncate", shown
+    if "a" in text or "+" in text:
+        return "write", shown
+    return "read", shown
+
+
+def _names_in(node: cst.CSTNode) -> List[cst.Name]:
+    out: List[cst.Name] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            out.append(n)
+
+    node.visit(_V())
+    return out
+
+
 def _reads_before_seek(a: Analysis, related: Sequence[ClassInfo], plan: LazyPlan) -> bool:
-    """Some method other than the ``__init__`` code reads the stream ``self.<attr>`` without first
-    seeking it (the first statement that uses it is not ``self.<attr>.seek(...)``): it would read from
-    where ``__init__`` left the handle, and the reopened handle starts at 0."""
-    init_code = {id(f) for init in plan.close_in for f in a.closure(init.cls, [init])}
+    """``__init__`` moves the position of the stream ``self.<attr>`` (reads, seeks) and some other
+    method uses the position without first seeking (the first statement that uses the handle is not
+    ``self.<attr>.seek(...)``): it would continue where ``__init__`` left the handle, while the
+    reopened handle starts at 0. Position-free uses (``os.pread(fd, n, off)``, ``os.fstat``,
+    ``fileno()``, ``name``) count on neither side."""
+    init_code = [f for init in plan.close_in for f in a.closure(init.cls, [init])]
+    if not any(_moving_reads(f, plan.attr) for f in init_code):
+        return False
+    seen = {id(f) for f in init_code}
     for c in related:
         for g in c.methods.values():
-            if id(g) in init_code or not g.self_name or not isinstance(g.node.body, cst.IndentedBlock):
+            if id(g) in seen or not g.self_name or not isinstance(g.node.body, cst.IndentedBlock):
+                continue
+            if not _moving_reads(g, plan.attr):
                 continue
             for stmt in g.node.body.body:
                 v = SelfAttrNodes(g.self_name, plan.attr)
@@ -326,6 +402,33 @@ def _reads_before_seek(a: Analysis, related: Sequence[ClassInfo], plan: LazyPlan
                 ):
                     return True
                 break
+    return False
+
+
+# Uses of a positioned handle that neither read nor move its position.
+_POSITION_FREE_ATTRS = frozenset({"tell", "fileno", "isatty", "seekable", "readable", "writable", "flush", "name", "mode", "closed"})
+_POSITION_FREE_CALLS = frozenset({"os.fstat", "os.pread", "os.pwrite", "os.fsync", "isinstance", "hasattr", "id", "type", "repr"})
+
+
+def _moving_reads(f: FuncInfo, attr: str) -> bool:
+    """``f`` uses ``self.<attr>`` in a way that may read from or move its position."""
+    if not f.self_name:
+        return False
+    tree = _Tree()
+    f.node.visit(tree)
+    for n in tree.nodes:
+        if not (isinstance(n, cst.Attribute) and self_attr(n, f.self_name) == attr):
+            continue
+        p = tree.parent.get(id(n))
+        if isinstance(p, cst.AssignTarget) or (isinstance(p, (cst.AnnAssign, cst.AugAssign)) and p.target is n):
+            continue  # the assignment that keeps it
+        if isinstance(p, cst.Attribute) and p.value is n and p.attr.value in _POSITION_FREE_ATTRS:
+            continue
+        if isinstance(p, cst.Arg):
+            call = tree.parent.get(id(p))
+            if isinstance(call, cst.Call) and dotted(call.func) in _POSITION_FREE_CALLS:
+                continue
+        return True
     return False
 
 
@@ -690,6 +793,15 @@ def _call_lines(head: str, args: List[str], ind: str, room: int) -> List[str]:
     return [f"{head}("] + [f"{ind}{x}," for x in args] + [")"]
 
 
+def _close(plan: LazyPlan, state: str) -> str:
+    """The statement that releases ``self.<state>``: a method (``close``, ``release``) or, for a
+    dotted name, a function given the handle (``os.close`` for an ``os.open`` descriptor)."""
+    assert plan.close
+    if "." in plan.close:
+        return f"{plan.close}(self.{state})"
+    return f"self.{state}.{plan.close}()"
+
+
 def _members(module: cst.Module, plan: LazyPlan, new_args: List[str], width: int) -> List[str]:
     n = plan.names
     ind = module.default_indent
@@ -705,7 +817,7 @@ def _members(module: cst.Module, plan: LazyPlan, new_args: List[str], width: int
     if plan.close and plan.close_in:
         body.append(f"{ind}self.{n.close}()")
     elif plan.close:  # a handle inherited through fork is closed before reopening
-        body += [f'{ind}if getattr(self, "{n.state}", None) is not None:', f"{ind * 2}self.{n.state}.{plan.close}()"]
+        body += [f'{ind}if getattr(self, "{n.state}", None) is not None:', f"{ind * 2}{_close(plan, n.state)}"]
     if imp:
         body.append(f"{ind}{imp}")
     body += [f"{ind}{x}" for x in call] + [f"{ind}self.{n.pid} = os.getpid()", f"return self.{n.state}"]
@@ -725,7 +837,7 @@ def _members(module: cst.Module, plan: LazyPlan, new_args: List[str], width: int
     if plan.close and plan.close_in:
         close_body = [
             f'if getattr(self, "{n.state}", None) is not None:',
-            f"{ind}self.{n.state}.{plan.close}()",
+            f"{ind}{_close(plan, n.state)}",
             f"self.{n.state} = self.{n.pid} = None",
         ]
         out.append(f"def {n.close}(self):{nl}" + "".join(f"{ind}{x}{nl}" for x in close_body))

@@ -188,9 +188,10 @@ class _PidTransformer(ClassRewrite):
         )  # `if self.env is None`: the attribute exists whenever the test runs
         exists = f"{me}.{p.attr} is not None" if plain else f'getattr({me}, "{p.attr}", None) is not None'
 
+        close = f"{p.close}({me}.{p.attr})" if "." in p.close else f"{me}.{p.attr}.{p.close}()"  # os.close(fd)
         before = statement(
             f"if {exists}:\n"
-            f"{ind}{me}.{p.attr}.{p.close}()  # inherited through fork: close it before reopening\n",
+            f"{ind}{close}  # inherited through fork: close it before reopening\n",
             self.module,
         )
         before = before.with_changes(leading_lines=updated_node.leading_lines)
