@@ -12,7 +12,7 @@ from flake8_forksafe.config import Config
 from flake8_forksafe.notebook import check_notebook, fix_notebook
 from tests.conftest import tool
 
-CFG = Config(select=("FRK", "FRK501"))
+CFG = Config(select=("FRK", "FRK501"), unsafe_fixes=True)  # FRK501's fix is unsafe
 IMPORTS = "%matplotlib inline\nimport lmdb\nfrom torch.utils.data import DataLoader, Dataset\nfrom mydata import Frames"
 DATASET = (
     "class LmdbFrames(Dataset):\n"
@@ -110,22 +110,22 @@ def test_cli_fix_writes_the_notebook_diff_labels_cells_and_stdin_returns_it(tmp_
     nb = tmp_path / "explore.ipynb"
     nb.write_bytes(data)
     forksafe = tool("forksafe")
-    r = subprocess.run([forksafe, "fix", "--diff", "--extend-select", "FRK501", "explore.ipynb"], cwd=tmp_path,
+    r = subprocess.run([forksafe, "fix", "--diff", "--extend-select", "FRK501", "--unsafe-fixes", "explore.ipynb"], cwd=tmp_path,
                        capture_output=True, text=True)
     assert r.returncode == 1 and nb.read_bytes() == data  # --diff writes nothing; FRK405 remains
     assert "--- a/explore.ipynb:cell 1\n+++ b/explore.ipynb:cell 1\n" in r.stdout
     assert "--- a/explore.ipynb:cell 2\n+++ b/explore.ipynb:cell 2\n" in r.stdout
     assert "+    Frames('x'), num_workers=2, multiprocessing_context='spawn', persistent_workers=True\n" in r.stdout
-    r = subprocess.run([forksafe, "fix", "--extend-select", "FRK501", "explore.ipynb"], cwd=tmp_path,
+    r = subprocess.run([forksafe, "fix", "--extend-select", "FRK501", "--unsafe-fixes", "explore.ipynb"], cwd=tmp_path,
                        capture_output=True, text=True)
     assert r.returncode == 1, r.stderr
     assert "Fixed 2 findings in 1 file." in r.stdout
     assert "explore.ipynb:cell 2:1:1: FRK405 class LmdbFrames" in r.stdout
     written = nb.read_bytes()
-    assert written == fix_notebook(data, str(nb), Config(select=("FRK",), extend_select=("FRK501",))).source
-    r = subprocess.run([forksafe, "fix", "--extend-select", "FRK501", "explore.ipynb"], cwd=tmp_path,
+    assert written == fix_notebook(data, str(nb), Config(select=("FRK",), extend_select=("FRK501",), unsafe_fixes=True)).source
+    r = subprocess.run([forksafe, "fix", "--extend-select", "FRK501", "--unsafe-fixes", "explore.ipynb"], cwd=tmp_path,
                        capture_output=True, text=True)
     assert nb.read_bytes() == written and "Fixed" not in r.stdout  # idempotent
-    r = subprocess.run([forksafe, "fix", "--extend-select", "FRK501", "--stdin-filename", "nb.ipynb", "-"],
+    r = subprocess.run([forksafe, "fix", "--extend-select", "FRK501", "--unsafe-fixes", "--stdin-filename", "nb.ipynb", "-"],
                        input=data, cwd=tmp_path, capture_output=True)
     assert r.stdout == written

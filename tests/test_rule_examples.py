@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +60,21 @@ def test_registry_is_consistent():
         assert r.fix_applicability in (None, "safe", "unsafe")
         if r.fix_applicability:
             assert r.fix_title, f"{r.code} has a fix but no fix_title"
+
+
+def test_readme_rule_table_matches_the_registry():
+    """README's rule table names every rule once, with its name and its fix applicability, and each
+    rule page's "Fix safety" section starts with the same word."""
+    root = Path(__file__).resolve().parent.parent
+    rows = {}
+    for line in (root / "README.md").read_text(encoding="utf-8").splitlines():
+        m = re.match(r"\| \[(FRK\d+)\]\(docs/rules/\1\.md\) \| `([a-z0-9-]+)`.* \| ([^|]+) \|$", line)
+        if m:
+            rows[m.group(1)] = (m.group(2), m.group(3).strip())
+    want_fix = {None: "—", "safe": "safe", "unsafe": "unsafe (`--unsafe-fixes`)"}
+    assert rows == {r.code: (r.name, want_fix[r.fix_applicability]) for r in ALL_RULES}
+    for r in ALL_RULES:
+        page = (root / "docs" / "rules" / f"{r.code}.md").read_text(encoding="utf-8")
+        safety = page.split("## Fix safety\n", 1)[1].lstrip()
+        first = {None: "No automatic fix", "safe": "Safe", "unsafe": "Unsafe"}[r.fix_applicability]
+        assert safety.startswith(first), f"{r.code}: Fix safety starts {safety[:40]!r}, not {first!r}"

@@ -7,7 +7,7 @@ from typing import Iterator, List, Optional
 import libcst as cst
 
 from flake8_forksafe.analysis import Analysis, FuncInfo, LoaderCall, keyword, string_value
-from flake8_forksafe.model import SAFE, Example, Report, Rule
+from flake8_forksafe.model import UNSAFE, Example, Report, Rule
 from flake8_forksafe.families.processes.start_method import set_keyword_in
 
 RESTARTED = ("spawn", "forkserver")
@@ -59,7 +59,7 @@ class SpawnWorkersNotPersistent(Rule):
     ANCHORS = ("loader call", "dataset class")  # what the pre-filter must find for this rule (prefilter.ANCHORS)
     name = "spawn-workers-not-persistent"
     default_enabled = False
-    fix_applicability = SAFE
+    fix_applicability = UNSAFE
     fix_title = "Pass persistent_workers=True to the DataLoader"
 
     VALID = [

@@ -17,7 +17,7 @@ def findings(src, cfg=CFG):
 
 
 def fixed(src):
-    return fix_dedented(src, "data.py", CFG, unsafe=False)
+    return fix_dedented(src, "data.py", CFG, unsafe=True)
 
 
 def test_off_by_default():
@@ -49,7 +49,7 @@ def test_off_by_default():
 )
 def test_flagged(call):
     src = HEAD + "CTX = mp.get_context('spawn')\nn = 4\nKW = {}\ndl = " + call + "\n"
-    assert findings(src) == [(6, 5, "safe")]
+    assert findings(src) == [(6, 5, "unsafe")]
 
 
 @pytest.mark.parametrize(
@@ -112,3 +112,53 @@ def test_fix_keeps_the_call_style(call, want):
     assert out == HEAD + "ds = range(8)\ndl = " + want + "\n"
     assert findings(out) == []
     assert fixed(out) == out
+
+
+def test_fix_is_unsafe_only():
+    src = HEAD + "dl = DataLoader(range(4), num_workers=2, multiprocessing_context='spawn')\n"
+    assert fix_dedented(src, "data.py", CFG, unsafe=False) == src
+
+
+EPOCHS = '''\
+import sys
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Scaled(Dataset):
+    def __init__(self):
+        self.scale = 1
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return i * self.scale
+
+
+if __name__ == "__main__":
+    ds = Scaled()
+    loader = DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="spawn"{extra})
+    for epoch in (1, 2):
+        ds.scale = epoch  # the parent changes the dataset between epochs
+        print(epoch, [int(x) for x in loader], flush=True)
+'''
+
+
+@pytest.mark.slow
+def test_persistent_workers_change_what_is_loaded(tmp_path):
+    """Why the fix is unsafe: persistent workers keep the dataset copy of the first epoch."""
+    pytest.importorskip("torch")
+    from tests.rules._support import run_with_modules
+
+    src = EPOCHS.replace("{extra}", "")
+    fixed_src = fix_dedented(src, "train.py", CFG, unsafe=True)
+    assert "persistent_workers=True" in fixed_src
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    before = run_with_modules(tmp_path / "a", {}, src, timeout=240)
+    after = run_with_modules(tmp_path / "b", {}, fixed_src, timeout=240)
+    assert before.returncode == 0 and after.returncode == 0, before.stderr[-2000:] + after.stderr[-2000:]
+    assert before.stdout.splitlines() == ["1 [0, 1, 2, 3]", "2 [0, 2, 4, 6]"]
+    assert after.stdout.splitlines() == ["1 [0, 1, 2, 3]", "2 [0, 1, 2, 3]"]
