@@ -345,6 +345,22 @@ def _field_order(t: type) -> Optional[Tuple[str, ...]]:
 
 
 _TYPES: Dict[type, _TypeWalk] = {}
+# what a field's value is, by its type (``isinstance`` against libcst's abstract node classes goes
+# through ``ABCMeta.__instancecheck__``: millions of calls per corpus): a node the walk enters, a
+# leaf or another value it skips, or a sequence of nodes
+_NODE, _SKIP, _SEQUENCE = "node", "skip", "sequence"
+_KINDS: Dict[type, str] = {}
+
+
+def _kind(t: type) -> str:
+    if issubclass(t, cst.CSTNode):
+        k = _SKIP if issubclass(t, _LEAVES) else _NODE
+    elif issubclass(t, (tuple, list)):
+        k = _SEQUENCE
+    else:
+        k = _SKIP
+    _KINDS[t] = k
+    return k
 
 
 class _Indexer(cst.CSTVisitor):
@@ -404,12 +420,15 @@ class _Indexer(cst.CSTVisitor):
             for c in node.children:
                 walk(c)
         else:
+            kinds = _KINDS
             for name in order:
                 v = getattr(node, name)
-                if isinstance(v, cst.CSTNode):
-                    if not isinstance(v, _LEAVES):
-                        walk(v)
-                elif isinstance(v, (tuple, list)):
+                k = kinds.get(type(v))
+                if k is None:
+                    k = _kind(type(v))
+                if k is _NODE:
+                    walk(v)
+                elif k is _SEQUENCE:
                     for c in v:
                         walk(c)
         if tw.leave is not None:
