@@ -345,6 +345,22 @@ def _field_order(t: type) -> Optional[Tuple[str, ...]]:
 
 
 _TYPES: Dict[type, _TypeWalk] = {}
+# what a field's value is, by its type (``isinstance`` against libcst's abstract node classes goes
+# through ``ABCMeta.__instancecheck__``: millions of calls per corpus): a node the walk enters, a
+# leaf or another value it skips, or a sequence of nodes
+_NODE, _SKIP, _SEQUENCE = "node", "skip", "sequence"
+_KINDS: Dict[type, str] = {}
+
+
+def _kind(t: type) -> str:
+    if issubclass(t, cst.CSTNode):
+        k = _SKIP if issubclass(t, _LEAVES) else _NODE
+    elif issubclass(t, (tuple, list)):
+        k = _SEQUENCE
+    else:
+        k = _SKIP
+    _KINDS[t] = k
+    return k
 
 
 class _Indexer(cst.CSTVisitor):
@@ -404,12 +420,15 @@ class _Indexer(cst.CSTVisitor):
             for c in node.children:
                 walk(c)
         else:
+            kinds = _KINDS
             for name in order:
                 v = getattr(node, name)
-                if isinstance(v, cst.CSTNode):
-                    if not isinstance(v, _LEAVES):
-                        walk(v)
-                elif isinstance(v, (tuple, list)):
+                k = kinds.get(type(v))
+                if k is None:
+                    k = _kind(type(v))
+                if k is _NODE:
+                    walk(v)
+                elif k is _SEQUENCE:
                     for c in v:
                         walk(c)
         if tw.leave is not None:
@@ -703,6 +722,22 @@ class Analysis:
         for c in self.classes:
             c.base_qnames = [self.qualify(b) for b in c.bases]
 
+    def release(self) -> None:
+        """Break the reference cycles of the per-file records (a function's call sites point back
+        at it, a class's methods at the class, a memoised answer at this analysis), so that the
+        libcst tree is freed by reference counting when the analysis is dropped instead of waiting
+        for the cyclic collector to traverse all of it. ``engine.check_source`` calls it once the
+        findings are located; the analysis is unusable afterwards."""
+        records: List[Any] = [*self.functions, *self.nested_functions, *self.classes, *self.calls]
+        for c in self.classes:
+            records.extend(c.methods.values())
+        for r in records:
+            d = getattr(r, "__dict__", None)
+            if d is not None:
+                d.clear()
+        self._memo.clear()
+        self.__dict__.clear()
+
     def _collect_imports(self) -> None:
         # Imports anywhere in the file count (local imports inside functions included); a cheap
         # pre-pass over statements so that call sites can be resolved during the main walk.
@@ -737,20 +772,20 @@ class Analysis:
         return None
 
     def mro(self, cls: ClassInfo) -> List[ClassInfo]:
+        """The class and its bases defined in this file, depth first in base order (each once).
+        Iterative: a recursive local function is a reference cycle holding the analysis, and with it
+        the whole libcst tree, until the cyclic collector finds it."""
         out: List[ClassInfo] = []
         seen: Set[int] = set()
-
-        def walk(c: ClassInfo) -> None:
+        stack = [cls]
+        while stack:
+            c = stack.pop()
             if id(c) in seen:
-                return
+                continue
             seen.add(id(c))
             out.append(c)
-            for b in c.bases:
-                lb = self.local_base(b)
-                if lb is not None:
-                    walk(lb)
-
-        walk(cls)
+            local = [lb for lb in (self.local_base(b) for b in c.bases) if lb is not None]
+            stack.extend(reversed(local))
         return out
 
     def resolve_method(self, cls: ClassInfo, name: str, after: Optional[ClassInfo] = None) -> Optional[FuncInfo]:

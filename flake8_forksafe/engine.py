@@ -284,6 +284,25 @@ def check_source(
         if index is not None and tree is not None:
             index.offer_tree(None)
             del tree
+    try:
+        return _located(a, found, rules, text, config, path, index, interactive, noqa, line_map)
+    finally:
+        a.release()  # the libcst tree is freed now, not by the cyclic collector (it traverses all of it)
+
+
+def _located(
+    a: Analysis,
+    found: List[Tuple[Rule, Report]],
+    rules: List[Rule],
+    text: str,
+    config: Config,
+    path: str,
+    index: Any,
+    interactive: bool,
+    noqa: bool,
+    line_map: Optional[List[int]],
+) -> List[Finding]:
+    """``check_source``'s findings from the reduced file's analysis ``a`` and its reports."""
     if not found:
         return []
     if a.reduced and any(_plans_whole_module(rule) for rule, _ in found):
@@ -295,7 +314,10 @@ def check_source(
         kept = text if noqa else None
         spans: List[dict] = []  # the text's noqa ranges, tokenized once for both
         located = locate(a, [(r, rep) for r, rep in found if not _plans_whole_module(r)], path, kept, line_map, spans)
-        located += locate(w, run_rules(w, whole), path, kept, None, spans)
+        try:
+            located += locate(w, run_rules(w, whole), path, kept, None, spans)
+        finally:
+            w.release()
         located.sort(key=lambda t: (t[0].line, t[0].col, t[0].code))
         return [f for f, _, _ in located]
     return to_findings(a, found, path, text if noqa else None, line_map)

@@ -209,6 +209,16 @@ def _base_expr(node: ast.AST) -> Optional[str]:
     return _dotted(node)
 
 
+_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def _child_fields(t: type) -> Tuple[str, ...]:
+    """The fields of an ast node type that may hold nodes, in order; ``ctx`` (Load / Store / Del,
+    leaves the walk records nothing for) left out."""
+    got = _CHILD_FIELDS[t] = tuple(f for f in getattr(t, "_fields", ()) if f != "ctx")
+    return got
+
+
 def stmt_fact(stmt: ast.stmt, offset: int, imports: Dict[str, Set[str]]) -> StmtFact:
     """One walk over a top-level statement; its imports are added to ``imports``."""
     start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
@@ -287,7 +297,17 @@ def stmt_fact(stmt: ast.stmt, offset: int, imports: Dict[str, Set[str]]) -> Stmt
                 if a.name != "*":
                     imports.setdefault(a.asname or a.name, set()).add(f"{mod}.{a.name}" if mod else a.name)
             continue
-        todo.extend((c, in_func) for c in ast.iter_child_nodes(node))
+        fields = _CHILD_FIELDS.get(t)
+        if fields is None:
+            fields = _child_fields(t)
+        for name in fields:  # ast.iter_child_nodes, without its generator and the ``ctx`` leaves
+            v = getattr(node, name, None)
+            if type(v) is list:
+                for c in v:
+                    if isinstance(c, ast.AST):
+                        todo.append((c, in_func))
+            elif isinstance(v, ast.AST):
+                todo.append((v, in_func))
     if not f.attrs:
         f.attrs = _EMPTY  # type: ignore[assignment]
     if not f.calls:

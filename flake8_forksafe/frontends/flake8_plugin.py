@@ -9,6 +9,7 @@ built once per process (``parse_options``).
 
 from __future__ import annotations
 
+import ast
 from typing import Any, FrozenSet, Iterator, List, Optional, Tuple
 
 from flake8_forksafe import __version__, prefilter
@@ -80,13 +81,13 @@ class ForkSafeChecker:
             from flake8_forksafe.index import index_for
 
             index = index_for(self.filename, k, use_cache=False)  # per process and project
-        if index is not None and self.tree is not None and "class " in text:
-            if verdict.passes or index.may_have_project_base(self.filename, text):  # from flake8's tree: no second parse
-                from pathlib import Path
-
-                index.summarise_file(Path(self.filename), tree=self.tree, data=text.encode("utf-8", "surrogatepass"))
         if not verdict.passes and not project_anchor(index, self.filename, config, text):
-            return []
+            return []  # decided from the text of the modules on the way: nothing summarised
+        if index is not None and isinstance(self.tree, ast.Module):
+            # offered, as `forksafe check` offers the gate's: the index summarises this file from
+            # flake8's tree only if the analysis asks about it and it has no summary yet (a file
+            # summarised earlier as another's dependency is not summarised again)
+            verdict.tree = self.tree
         try:
             return check_source(text, self.filename, config, noqa=False, index=index, verdict=verdict)
         except SourceError:
