@@ -28,7 +28,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tup
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import _dotted  # the gate's dotted-name reader: one definition
 
-SCHEMA = 4  # bump when the summary's shape or meaning changes: old cache entries are then ignored
+SCHEMA = 5  # bump when the summary's shape or meaning changes: old cache entries are then ignored
 CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module loads the engine)
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
@@ -64,6 +64,13 @@ class Method:
     cuda_line: int = 0
     callees: List[str] = field(default_factory=list)  # qualified names of plain calls (project helpers followed)
     loader_attrs: List[str] = field(default_factory=list)  # `DataLoader(..., collate_fn=self.X)`: "X:<line>"
+    # where a parameter (or a ``self.X`` attribute) goes as a device: "<src>:<line>" when it reaches
+    # CUDA work in this body (``.to(src)``, ``.cuda(src)``, ``torch.*(device=src)``, ``map_location=src``,
+    # an unresolvable call given it); ``device_flows``: "<src>><dest>" when it is stored (dest
+    # ``self.X``) or passed on to another callable (dest ``<callee>|<keyword>`` / ``<callee>|#<i>``,
+    # callee qualified or ``self.m``). ``src`` is a parameter name or ``self.X``.
+    device_uses: List[str] = field(default_factory=list)
+    device_flows: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -364,6 +371,7 @@ class _Summariser:
                                 m.base_inits.append(q)
             elif isinstance(n, ast.Attribute) and self_name and isinstance(n.value, ast.Name):
                 pass
+        self.device_flow(body_nodes, fn, m)
         if generator:
             m.returns = "generator"
         else:
@@ -376,6 +384,82 @@ class _Summariser:
                     m.returns = kind
                     break
         return m
+
+    def sources(self, e: Optional[ast.AST], fn: "_Fn", depth: int = 0) -> Set[str]:
+        """The parameters and ``self.X`` attributes whose value ``e`` may be as a device: the name
+        itself, a local assigned from it, ``x or y`` / ``a if c else b``, ``torch.device(x)``."""
+        if e is None or depth > 4:
+            return set()
+        if isinstance(e, ast.Name):
+            if e.id in fn.params:
+                return {e.id}
+            out: Set[str] = set()
+            for v in fn.locals.get(e.id, ())[-2:]:
+                out |= self.sources(v, fn, depth + 1)
+            return out
+        if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and fn.self and e.value.id == fn.self:
+            return {f"self.{e.attr}"}
+        if isinstance(e, ast.BoolOp):
+            return set().union(*(self.sources(v, fn, depth + 1) for v in e.values))
+        if isinstance(e, ast.IfExp):
+            return self.sources(e.body, fn, depth + 1) | self.sources(e.orelse, fn, depth + 1)
+        if isinstance(e, ast.Call) and self.qualify(_dotted(e.func)) == "torch.device" and e.args:
+            return self.sources(e.args[0], fn, depth + 1)
+        return set()
+
+    def device_flow(self, body_nodes: List[ast.AST], fn: "_Fn", m: Method) -> None:
+        """``Method.device_uses`` / ``device_flows`` (see there)."""
+        uses: List[str] = []
+        flows: List[str] = []
+
+        def add(lst: List[str], item: str) -> None:
+            if item not in lst and len(lst) < 32:
+                lst.append(item)
+
+        for n in body_nodes:
+            if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None and fn.self:
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                srcs = self.sources(n.value, fn)
+                for t in targets:
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == fn.self:
+                        for src in srcs:
+                            if src != f"self.{t.attr}":
+                                add(flows, f"{src}>self.{t.attr}")
+                continue
+            if not isinstance(n, ast.Call):
+                continue
+            f = n.func
+            q = self.qualify(_dotted(f)) or ""
+            args = [(f"#{i}", v) for i, v in enumerate(n.args) if not isinstance(v, ast.Starred)]
+            args += [(kw.arg, kw.value) for kw in n.keywords if kw.arg is not None]
+            own = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and fn.self is not None and f.value.id == fn.self
+            moving = isinstance(f, ast.Attribute) and not own and not q.startswith("torch.") and (
+                f.attr in self.k.move_methods or f.attr in self.k.cuda_methods
+            )
+            for key, v in args:
+                srcs = self.sources(v, fn)
+                if not srcs:
+                    continue
+                if moving and key in ("#0", "device"):
+                    sink = True
+                elif q.startswith("torch."):
+                    sink = key in self.k.device_keywords or (q.startswith("torch.cuda.") and key == "#0")
+                elif q.startswith(("builtins.", "logging.")) or (isinstance(f, ast.Attribute) and f.attr in _LOG_METHODS):
+                    continue  # print(device), str(device), logger.info(...)
+                elif own:
+                    for src in srcs:
+                        add(flows, f"{src}>self.{f.attr}|{key}")
+                    continue
+                elif q:  # resolved (or not) when asked: an unresolvable callee counts as CUDA work
+                    for src in srcs:
+                        add(flows, f"{src}>{q}|{key}")
+                    continue
+                else:
+                    sink = True  # a call the index cannot follow (a method of an object, super())
+                if sink:
+                    for src in srcs:
+                        add(uses, f"{src}:{n.lineno}")
+        m.device_uses, m.device_flows = uses, flows
 
     # -- the module
     def run(self, tree: ast.Module) -> ModuleSummary:
@@ -419,6 +503,9 @@ class _Summariser:
                         if f:
                             s.handles.append(Assign(t.id, node.lineno, "factory", f))
         return s
+
+
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
 
 
 @dataclass
@@ -1325,6 +1412,109 @@ class ProjectIndex:
             if got is not None:
                 return got
         return None
+
+    def device_param(self, callee: str, key: str) -> Optional[Tuple[str, str, int]]:
+        """Whether the argument ``key`` (a keyword, or ``#i`` for the i-th positional) of a call of
+        the project callable ``callee`` reaches CUDA work in that call: for a class, in the methods
+        its ``__init__`` reaches (the parameter itself, or the ``self.X`` it is stored in, moved to the
+        device, given as ``device=``/``map_location=``, passed on to a callable that does so or that
+        the index cannot follow); for a function, in its body and what it passes the value to.
+        (CUDA call's owner ``Class.method``, path, line) when it does, ``("", "", 0)`` when the value
+        is only stored or compared, None when the callee or the parameter cannot be resolved."""
+        key_ = ("device_param", callee, key)
+        if key_ not in self._memo:
+            try:
+                self._memo[key_] = self._device_param(callee, key, 0, set())
+            except RecursionError:
+                self._memo[key_] = None
+        return self._memo[key_]  # type: ignore[return-value]
+
+    _UNKNOWN = ("?", "", 0)
+
+    def _device_param(self, callee: str, key: str, depth: int, seen: Set[str]) -> Optional[Tuple[str, str, int]]:
+        if depth > 6 or len(seen) > 64:
+            return None
+        q = self.canonical(callee)
+        c = self.resolve_class(q)
+        if c is not None:
+            ref = self.resolve_method(c.qname, "__init__")
+            if ref is None:
+                return None
+            m = self.method(ref)
+            cls: Optional[str] = c.qname
+            path, label, offset = ref.path, ref.label, 1
+        else:
+            mod, _, name = q.rpartition(".")
+            s = self.summary(mod) if mod else None
+            m = s.functions.get(name) if s else None
+            cls, path, label, offset = None, (s.path if s else ""), q, 0
+        if m is None:
+            return None
+        p = self._param_for(m, key, offset)
+        if p is None:
+            return None
+        if cls is not None:  # an __init__ that uses CUDA whatever it is given
+            for r in self.init_reach(cls):
+                mm = self.method(r)
+                if mm is not None and mm.cuda:
+                    return (r.label, r.path, mm.cuda_line)
+        return self._reaches(cls, m, label, path, p, depth, seen)
+
+    @staticmethod
+    def _param_for(m: Method, key: str, offset: int) -> Optional[str]:
+        if key.startswith("#"):
+            i = int(key[1:]) + offset
+            return m.params[i] if i < len(m.params) else None
+        return key if key in m.params else None
+
+    def _reaches(
+        self, cls: Optional[str], m: Method, label: str, path: str, src: str, depth: int, seen: Set[str]
+    ) -> Optional[Tuple[str, str, int]]:
+        """Where ``src`` (a parameter of ``m`` or ``self.X``) reaches CUDA work; ("", "", 0) when not."""
+        tag = f"{label}:{src}"
+        if tag in seen:
+            return ("", "", 0)
+        seen.add(tag)
+        stored: List[str] = []
+        for u in m.device_uses:
+            name, _, line = u.rpartition(":")
+            if name == src:
+                return (label, path, int(line))
+        for fl in m.device_flows:
+            name, _, dest = fl.partition(">")
+            if name != src:
+                continue
+            if dest.startswith("self.") and "|" not in dest:
+                stored.append(dest)
+                continue
+            target, _, key = dest.partition("|")
+            if target.startswith("self."):
+                if cls is None:
+                    return self._UNKNOWN
+                ref = self.resolve_method(cls, target[5:])
+                mm = self.method(ref) if ref else None
+                p = self._param_for(mm, key, 1) if mm else None
+                if mm is None or p is None:
+                    return self._UNKNOWN
+                got = self._reaches(cls, mm, ref.label, ref.path, p, depth + 1, seen)
+            else:
+                got = self._device_param(target, key, depth + 1, seen)
+            if got is None:
+                return self._UNKNOWN
+            if got[0]:
+                return got
+        if stored and cls is not None:  # kept on self: what __init__ and the methods it reaches do with it
+            for ref in self.init_reach(cls):
+                mm = self.method(ref)
+                if mm is None:
+                    continue
+                for attr in stored:
+                    got = self._reaches(cls, mm, ref.label, ref.path, attr, depth + 1, seen)
+                    if got is None:
+                        return self._UNKNOWN
+                    if got[0]:
+                        return got
+        return ("", "", 0)
 
     def init_assigns(self, qname: str) -> List[AttrFact]:
         """What the methods ``__init__`` reaches store on ``self``: a handle from factory F, None,
