@@ -71,6 +71,12 @@ class Method:
     # callee qualified or ``self.m``). ``src`` is a parameter name or ``self.X``.
     device_uses: List[str] = field(default_factory=list)
     device_flows: List[str] = field(default_factory=list)
+    # the objects a call may give (``makes``: of the return values; ``keeps``: "<attr>:<line>:<entry>"
+    # of a value kept on ``self``), looking into containers and comprehensions: "call:<callee>" (the
+    # result of a call: an instance when the callee is a class), "obj:<name>" (a named object, e.g.
+    # a class), "callret:<callee>" (calling what the callee returns: ``cls_ = pick(); return cls_(f)``)
+    makes: List[str] = field(default_factory=list)
+    keeps: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -315,8 +321,13 @@ class _Summariser:
         body_nodes = _body_nodes(node.body)
         generator = False
         returns: List[ast.AST] = []
+        saved_names: Optional[Dict[str, str]] = None
         for n in body_nodes:
-            if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
+            if isinstance(n, ast.ImportFrom):  # a function-level import names things in this body only
+                if saved_names is None:
+                    saved_names = dict(self.s.names)
+                self.imports(n)
+            elif isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                 for t in targets:
                     if isinstance(t, ast.Name):
@@ -372,6 +383,21 @@ class _Summariser:
             elif isinstance(n, ast.Attribute) and self_name and isinstance(n.value, ast.Name):
                 pass
         self.device_flow(body_nodes, fn, m)
+        for r in returns:
+            for e in self.produced(r, fn):
+                if e not in m.makes and len(m.makes) < 16:
+                    m.makes.append(e)
+        if self_name:
+            for n in body_nodes:
+                if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None and not isinstance(n.value, ast.Constant):
+                    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                    for t in targets:
+                        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == self_name:
+                            for e in self.produced(n.value, fn):
+                                if len(m.keeps) < 32:
+                                    m.keeps.append(f"{t.attr}:{n.lineno}:{e}")
+        if saved_names is not None:
+            self.s.names = saved_names
         if generator:
             m.returns = "generator"
         else:
@@ -406,6 +432,54 @@ class _Summariser:
         if isinstance(e, ast.Call) and self.qualify(_dotted(e.func)) == "torch.device" and e.args:
             return self.sources(e.args[0], fn, depth + 1)
         return set()
+
+    def produced(self, e: Optional[ast.AST], fn: "_Fn", depth: int = 0) -> List[str]:
+        """``Method.makes`` entries for the value ``e`` (see there)."""
+        if e is None or depth > 4:
+            return []
+        if isinstance(e, ast.Call):
+            d = _dotted(e.func)
+            if d is None:
+                return []
+            head = d.split(".", 1)[0]
+            if head in fn.locals and "." not in d:  # calling a local: what it was assigned
+                out: List[str] = []
+                for v in fn.locals[head][-4:]:
+                    for x in self.produced(v, fn, depth + 1):
+                        kind, _, what = x.partition(":")
+                        if kind == "obj":
+                            out.append(f"call:{what}")
+                        elif kind == "call":
+                            out.append(f"callret:{what}")
+                return out
+            if head in fn.params or head in fn.locals or head == fn.self:
+                if head == fn.self and d.count(".") == 1:
+                    return [f"call:self.{d.split('.', 1)[1]}"]
+                return []
+            q = self.qualify(d)
+            return [f"call:{q}"] if q and not q.startswith(("builtins.", "torch.", "numpy.")) else []
+        if isinstance(e, (ast.Name, ast.Attribute)):
+            d = _dotted(e)
+            if d is None:
+                return []
+            head = d.split(".", 1)[0]
+            if head in fn.locals and "." not in d:
+                return [x for v in fn.locals[head][-4:] for x in self.produced(v, fn, depth + 1)]
+            if head in fn.params or head in fn.locals or head == fn.self:
+                return []
+            q = self.qualify(d)
+            return [f"obj:{q}"] if q and not q.startswith("builtins.") else []
+        if isinstance(e, ast.DictComp):
+            return self.produced(e.value, fn, depth + 1)
+        if isinstance(e, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return self.produced(e.elt, fn, depth + 1)
+        if isinstance(e, ast.Dict):
+            return [x for v in e.values[:8] for x in self.produced(v, fn, depth + 1)]
+        if isinstance(e, (ast.List, ast.Tuple, ast.Set)):
+            return [x for v in e.elts[:8] for x in self.produced(v, fn, depth + 1)]
+        if isinstance(e, ast.IfExp):
+            return self.produced(e.body, fn, depth + 1) + self.produced(e.orelse, fn, depth + 1)
+        return []
 
     def device_flow(self, body_nodes: List[ast.AST], fn: "_Fn", m: Method) -> None:
         """``Method.device_uses`` / ``device_flows`` (see there)."""
@@ -553,7 +627,7 @@ def _loader_names(k: Knowledge) -> Tuple[FrozenSet[str], Tuple[str, ...]]:
 
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-_WANTED = (ast.Assign, ast.AnnAssign, ast.withitem, ast.Yield, ast.YieldFrom, ast.Return, ast.Call)
+_WANTED = (ast.Assign, ast.AnnAssign, ast.withitem, ast.Yield, ast.YieldFrom, ast.Return, ast.Call, ast.ImportFrom)
 _CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}  # node type -> its fields, less the operator/context ones
 
 
@@ -908,6 +982,7 @@ class ProjectIndex:
         # answers of canonical / base_chain: a first summary of a module changes none (a query that
         # reads a module summarises it first); a summary replaced or a new source root forgets them
         self._memo: Dict[Tuple[str, str], object] = {}
+        self._texts: Dict[Path, str] = {}  # project files read by ``keepers``
 
     # -- modules and paths
     def source_roots(self) -> List[Path]:
@@ -1043,6 +1118,7 @@ class ProjectIndex:
         module, is_package = self.module_for(str(path))
         if module in self.summaries:
             self._memo.clear()  # a summary replaced (unsaved text, flake8's tree): answers may change
+            self._texts.clear()
         shown = os.path.relpath(path, self.root) if Path(path).resolve().is_relative_to(self.root) else str(path)
         try:
             if data is None:
@@ -1373,10 +1449,8 @@ class ProjectIndex:
             ref = self.resolve_method(cls, callee[5:])
             m = self.method(ref) if ref else None
         else:
-            q = self.canonical(callee)
-            mod, _, name = q.rpartition(".")
-            s = self.summary(mod) if mod else None
-            m = s.functions.get(name) if s else None
+            got = self.callable_at(callee)
+            m = got[0] if got is not None else None
         if m is None or not m.returns:
             return "other", ""
         kind, _, detail = m.returns.partition(":")
@@ -1515,6 +1589,173 @@ class ProjectIndex:
                     if got[0]:
                         return got
         return ("", "", 0)
+
+    # -- handle holders: objects that keep a handle, built and kept by a dataset in another module
+
+    def callable_at(self, qname: str) -> Optional[Tuple[Method, Optional[str]]]:
+        """The project function or method ``qname`` names (``mod.f``, ``mod.Class.m``, followed
+        through re-exports and base classes) and its class, or None."""
+        q = self.canonical(qname)
+        mod, _, name = q.rpartition(".")
+        s = self.summary(mod) if mod else None
+        if s is not None and name in s.functions:
+            return s.functions[name], None
+        c = self.resolve_class(mod) if mod else None
+        if c is not None:
+            ref = self.resolve_method(c.qname, name)
+            m = self.method(ref) if ref else None
+            if m is not None:
+                return m, c.qname
+        return None
+
+    def instances(self, callee: str, cls: Optional[str] = None, depth: int = 0) -> FrozenSet[str]:
+        """The project classes whose instances (alone or in a container) a call of ``callee`` may
+        give: the class itself, or what a function/method returns (``Method.makes``) followed."""
+        key = ("instances", f"{callee}|{cls or ''}")
+        if key in self._memo:
+            return self._memo[key]  # type: ignore[return-value]
+        self._memo[key] = frozenset()  # a cycle gives nothing
+        out: Set[str] = set()
+        if depth <= 8:
+            if callee.startswith(("self.", "cls.")) and cls:
+                ref = self.resolve_method(cls, callee.split(".", 1)[1])
+                got = (self.method(ref), cls) if ref else None
+            else:
+                c = self.resolve_class(self.canonical(callee))
+                if c is not None:
+                    out.add(c.qname)
+                got = None if c is not None else self.callable_at(callee)
+            if got is not None and got[0] is not None:
+                m, owner = got
+                for e in m.makes:
+                    kind, _, what = e.partition(":")
+                    if kind == "call":
+                        out |= self.instances(what, owner, depth + 1)
+                    elif kind == "callret":
+                        for o in self.objects(what, owner, depth + 1):
+                            out.add(o)
+        self._memo[key] = frozenset(out)
+        return self._memo[key]  # type: ignore[return-value]
+
+    def objects(self, callee: str, cls: Optional[str], depth: int) -> Set[str]:
+        """The project classes a call of ``callee`` may return as class objects (``return Cls``)."""
+        if depth > 8:
+            return set()
+        if callee.startswith(("self.", "cls.")) and cls:
+            ref = self.resolve_method(cls, callee.split(".", 1)[1])
+            got = (self.method(ref), cls) if ref else None
+        else:
+            got = self.callable_at(callee)
+        out: Set[str] = set()
+        if got is not None and got[0] is not None:
+            for e in got[0].makes:
+                kind, _, what = e.partition(":")
+                if kind == "obj":
+                    c = self.resolve_class(self.canonical(what))
+                    if c is not None:
+                        out.add(c.qname)
+                elif kind == "call":
+                    out |= self.objects(what, got[1], depth + 1)
+        return out
+
+    def returned_handle(self, callee: str) -> Optional[Tuple[str, str, str, int]]:
+        """A project function (or static/class method) whose return value is a handle from a
+        factory, itself or through what it returns: (factory, function, path, line of its def)."""
+        got = self.callable_at(callee)
+        if got is None:
+            return None
+        kind, detail = self.returns(callee, got[1])
+        if kind != "factory":
+            return None
+        q = self.canonical(callee)
+        mod = q.rpartition(".")[0]
+        s = self.summary(mod)
+        if s is None:
+            c = self.resolve_class(mod)
+            path = c.path if c is not None else ""
+        else:
+            path = s.path
+        return detail, q, path, got[0].line
+
+    def holder(self, qname: str) -> Optional[AttrFact]:
+        """The first handle (``Assign.kind`` "factory") the class's ``__init__`` keeps on ``self``."""
+        key = ("holder", qname)
+        if key not in self._memo:
+            self._memo[key] = next((f for f in self.init_assigns(qname) if f.kind == "factory"), None)
+        return self._memo[key]  # type: ignore[return-value]
+
+    def _project_files(self) -> List[Path]:
+        key = ("project_files", "")
+        if key not in self._memo:
+            files: List[Path] = []
+            seen: Set[Path] = set()
+            for r in self.source_roots():
+                for p in sorted(r.rglob("*.py")):
+                    if p in seen:
+                        continue
+                    seen.add(p)
+                    parts = p.relative_to(r).parts
+                    if any(x.startswith(".") or x in ("node_modules", "site-packages", "build") for x in parts[:-1]):
+                        continue
+                    files.append(p)
+            self._memo[key] = files
+        return self._memo[key]  # type: ignore[return-value]
+
+    def _file_text(self, p: Path) -> str:
+        t = self._texts.get(p)
+        if t is None:
+            try:
+                t = p.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                t = ""
+            self._texts[p] = t
+        return t
+
+    def keepers(self, holder: str) -> Optional[Tuple[str, str, str, int]]:
+        """A dataset of the project that keeps instances of the class ``holder`` (made on the parent
+        side: in the methods its ``__init__`` reaches, possibly through project functions that build
+        them, in a container too): (dataset, attribute, path, line of the keeping assignment), or None.
+        The modules read are those that name the holder, or a function found to return it, as a word."""
+        key = ("keepers", holder)
+        if key in self._memo:
+            return self._memo[key]  # type: ignore[return-value]
+        self._memo[key] = None
+        names = {holder.rsplit(".", 1)[-1]}
+        done: Set[Path] = set()
+        found: Optional[Tuple[str, str, str, int]] = None
+        for _ in range(6):
+            if found is not None or not names:
+                break
+            pat = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b")
+            names = set()
+            for p in self._project_files():
+                if p in done or not pat.search(self._file_text(p)):
+                    continue
+                done.add(p)
+                s = self.summary(self.module_for(str(p))[0])
+                if s is None:
+                    continue
+                for fname in s.functions:
+                    if holder in self.instances(f"{s.module}.{fname}"):
+                        names.add(fname)
+                for c in s.classes.values():
+                    cq = f"{s.module}.{c.name}" if s.module else c.name
+                    for mname in c.methods:
+                        if mname != "__init__" and holder in self.instances(f"{cq}.{mname}"):
+                            names.add(mname)
+                    if found is None and cq != holder and self.derives_from(cq, lambda b: is_dataset_base_name(b, self.k)):
+                        for ref in self.init_reach(cq):
+                            m = self.method(ref)
+                            for kp in m.keeps if m else ():
+                                attr, line, entry = kp.split(":", 2)
+                                kind, _, what = entry.partition(":")
+                                if kind == "call" and holder in self.instances(what, cq):
+                                    found = (c.name, attr, ref.path, int(line))
+                                    break
+                            if found is not None:
+                                break
+        self._memo[key] = found
+        return found
 
     def init_assigns(self, qname: str) -> List[AttrFact]:
         """What the methods ``__init__`` reaches store on ``self``: a handle from factory F, None,
@@ -1711,3 +1952,23 @@ def has_project_dataset(index: ProjectIndex, path: str, k: Knowledge, text: Opti
             if index.derives_from(f"{s.module}.{name}" if s.module else name, lambda q: is_dataset_base_name(q, k)):
                 return True
     return False
+
+
+def _holder_text(k: Knowledge) -> "re.Pattern[str]":
+    last = sorted({q.rsplit(".", 1)[-1] for q in k.factories})
+    return re.compile(r"self\.\w+\s*=\s*[\w.]*\b(?:" + "|".join(map(re.escape, last)) + r")\(")
+
+
+def has_kept_holder(index: ProjectIndex, path: str, k: Knowledge, text: str) -> bool:
+    """A class of the file keeps a handle in ``__init__`` and a dataset in another module of the
+    project keeps its objects (``ProjectIndex.keepers``): the gate's question for a file without a
+    dataset of its own. Asked only when the text has ``self.x = <factory>(`` on one line."""
+    if "__init__" not in text or not k.derived("index.holder_text", _holder_text).search(text):
+        return False
+    s = index.summary_of_path(path)
+    for name in s.classes:
+        q = f"{s.module}.{name}" if s.module else name
+        if index.holder(q) is not None and index.keepers(q) is not None:
+            return True
+    return False
+
