@@ -352,6 +352,9 @@ class _Summariser:
                             kind, detail = "other", ""
                         else:
                             kind, detail = self.kind(v, fn)
+                            if not isinstance(v, ast.Constant) and len(m.keeps) < 32:
+                                for e in self.produced(v, fn):
+                                    m.keeps.append(f"{t.attr}:{n.lineno}:{e}")
                         m.assigns.append(Assign(t.attr, n.lineno, kind, detail))
             elif isinstance(n, ast.Call):
                 f = n.func
@@ -382,20 +385,14 @@ class _Summariser:
                                 m.base_inits.append(q)
             elif isinstance(n, ast.Attribute) and self_name and isinstance(n.value, ast.Name):
                 pass
-        self.device_flow(body_nodes, fn, m)
+        if self_name or any("dev" in p or p in self.k.device_keywords for p in params):
+            self.device_flow(body_nodes, fn, m)
+        else:
+            m.device_uses = ["*:0"]  # not followed: a device given to it counts as CUDA work
         for r in returns:
             for e in self.produced(r, fn):
                 if e not in m.makes and len(m.makes) < 16:
                     m.makes.append(e)
-        if self_name:
-            for n in body_nodes:
-                if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None and not isinstance(n.value, ast.Constant):
-                    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                    for t in targets:
-                        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == self_name:
-                            for e in self.produced(n.value, fn):
-                                if len(m.keeps) < 32:
-                                    m.keeps.append(f"{t.attr}:{n.lineno}:{e}")
         if saved_names is not None:
             self.s.names = saved_names
         if generator:
@@ -1552,6 +1549,8 @@ class ProjectIndex:
         stored: List[str] = []
         for u in m.device_uses:
             name, _, line = u.rpartition(":")
+            if name == "*":
+                return self._UNKNOWN
             if name == src:
                 return (label, path, int(line))
         for fl in m.device_flows:
@@ -1715,47 +1714,63 @@ class ProjectIndex:
         """A dataset of the project that keeps instances of the class ``holder`` (made on the parent
         side: in the methods its ``__init__`` reaches, possibly through project functions that build
         them, in a container too): (dataset, attribute, path, line of the keeping assignment), or None.
-        The modules read are those that name the holder, or a function found to return it, as a word."""
+        Only the modules that name the holder, or a callable found to return its objects, as a word
+        are read, and in them only the callables and classes whose summaries name one of those."""
         key = ("keepers", holder)
         if key in self._memo:
             return self._memo[key]  # type: ignore[return-value]
         self._memo[key] = None
-        names = {holder.rsplit(".", 1)[-1]}
-        done: Set[Path] = set()
+        known = {holder.rsplit(".", 1)[-1]}
+        new = set(known)
+        mods: Dict[Path, ModuleSummary] = {}
         found: Optional[Tuple[str, str, str, int]] = None
-        for _ in range(6):
-            if found is not None or not names:
+
+        def names(entries: Iterable[str]) -> bool:
+            return any(e.rsplit(".", 1)[-1] in known for e in entries)
+
+        for _ in range(8):
+            if found is not None or not new:
                 break
-            pat = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b")
-            names = set()
+            pat = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, new))) + r")\b")
+            new = set()
             for p in self._project_files():
-                if p in done or not pat.search(self._file_text(p)):
-                    continue
-                done.add(p)
-                s = self.summary(self.module_for(str(p))[0])
-                if s is None:
-                    continue
-                for fname in s.functions:
-                    if holder in self.instances(f"{s.module}.{fname}"):
-                        names.add(fname)
+                if p not in mods:
+                    if not pat.search(self._file_text(p)):
+                        continue
+                    s = self.summary(self.module_for(str(p))[0])
+                    if s is None:
+                        continue
+                    mods[p] = s
+            for s in mods.values():
+                for fname, f in s.functions.items():
+                    fq = f"{s.module}.{fname}"
+                    if fname not in known and names(f.makes) and (holder in self.instances(fq) or holder in self.objects(fq, None, 0)):
+                        new.add(fname)
                 for c in s.classes.values():
                     cq = f"{s.module}.{c.name}" if s.module else c.name
-                    for mname in c.methods:
-                        if mname != "__init__" and holder in self.instances(f"{cq}.{mname}"):
-                            names.add(mname)
-                    if found is None and cq != holder and self.derives_from(cq, lambda b: is_dataset_base_name(b, self.k)):
-                        for ref in self.init_reach(cq):
-                            m = self.method(ref)
-                            for kp in m.keeps if m else ():
-                                attr, line, entry = kp.split(":", 2)
-                                kind, _, what = entry.partition(":")
-                                if kind == "call" and holder in self.instances(what, cq):
-                                    found = (c.name, attr, ref.path, int(line))
-                                    break
-                            if found is not None:
-                                break
+                    for mname, mm in c.methods.items():
+                        mq = f"{cq}.{mname}"
+                        if mname not in known and mname != "__init__" and names(mm.makes) and (
+                            holder in self.instances(mq) or holder in self.objects(mq, cq, 0)
+                        ):
+                            new.add(mname)
+                    if found is None and cq != holder and any(names(mm.keeps) for mm in c.methods.values()):
+                        found = self._keeping_dataset(cq, c.name, holder)
+            known |= new
         self._memo[key] = found
         return found
+
+    def _keeping_dataset(self, cq: str, name: str, holder: str) -> Optional[Tuple[str, str, str, int]]:
+        if not self.derives_from(cq, lambda b: is_dataset_base_name(b, self.k)):
+            return None
+        for ref in self.init_reach(cq):
+            m = self.method(ref)
+            for kp in m.keeps if m else ():
+                attr, line, entry = kp.split(":", 2)
+                kind, _, what = entry.partition(":")
+                if kind == "call" and holder in self.instances(what, cq):
+                    return (name, attr, ref.path, int(line))
+        return None
 
     def init_assigns(self, qname: str) -> List[AttrFact]:
         """What the methods ``__init__`` reaches store on ``self``: a handle from factory F, None,
@@ -1954,6 +1969,9 @@ def has_project_dataset(index: ProjectIndex, path: str, k: Knowledge, text: Opti
     return False
 
 
+_CLASS_NAME = re.compile(r"^[ \t]*class[ \t]+(\w+)", re.M)
+
+
 def _holder_text(k: Knowledge) -> "re.Pattern[str]":
     last = sorted({q.rsplit(".", 1)[-1] for q in k.factories})
     return re.compile(r"self\.\w+\s*=\s*[\w.]*\b(?:" + "|".join(map(re.escape, last)) + r")\(")
@@ -1965,6 +1983,13 @@ def has_kept_holder(index: ProjectIndex, path: str, k: Knowledge, text: str) -> 
     dataset of its own. Asked only when the text has ``self.x = <factory>(`` on one line."""
     if "__init__" not in text or not k.derived("index.holder_text", _holder_text).search(text):
         return False
+    classes = set(_CLASS_NAME.findall(text))
+    if not classes:
+        return False
+    me = Path(path).resolve()
+    pat = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, classes))) + r")\b")
+    if not any(p.resolve() != me and pat.search(index._file_text(p)) for p in index._project_files()):
+        return False  # no other module names a class of this file
     s = index.summary_of_path(path)
     for name in s.classes:
         q = f"{s.module}.{name}" if s.module else name
