@@ -32,6 +32,7 @@ SCHEMA = 5  # bump when the summary's shape or meaning changes: old cache entrie
 CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module loads the engine)
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
+MAX_KEEPER_MODULES = 24  # modules ProjectIndex.keepers summarises for one holder class
 
 # --------------------------------------------------------------------------------------------------
 # summaries (plain data)
@@ -1683,20 +1684,19 @@ class ProjectIndex:
             self._memo[key] = next((f for f in self.init_assigns(qname) if f.kind == "factory"), None)
         return self._memo[key]  # type: ignore[return-value]
 
-    def _project_files(self) -> List[Path]:
-        key = ("project_files", "")
+    def _package_files(self, qname: str) -> List[Path]:
+        """The project files under the top-level package of ``qname`` (all of them for a top-level
+        module): where a dataset keeping its objects is looked for."""
+        top = qname.split(".", 1)[0]
+        key = ("package_files", top)
         if key not in self._memo:
-            files: List[Path] = []
-            seen: Set[Path] = set()
-            for r in self.source_roots():
-                for p in sorted(r.rglob("*.py")):
-                    if p in seen:
-                        continue
-                    seen.add(p)
-                    parts = p.relative_to(r).parts
-                    if any(x.startswith(".") or x in ("node_modules", "site-packages", "build") for x in parts[:-1]):
-                        continue
-                    files.append(p)
+            init = self.path_for(top)
+            if init is not None and init.name == "__init__.py":
+                files = sorted(p for p in init.parent.rglob("*.py") if not any(x.startswith(".") for x in p.parts[-4:-1]))
+            elif init is not None:
+                files = sorted(init.parent.glob("*.py"))
+            else:
+                files = []
             self._memo[key] = files
         return self._memo[key]  # type: ignore[return-value]
 
@@ -1732,11 +1732,14 @@ class ProjectIndex:
             if found is not None or not new:
                 break
             pat = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, new))) + r")\b")
-            new = set()
-            for p in self._project_files():
+            new_, new = new, set()
+            for p in self._package_files(holder):
                 if p not in mods:
-                    if not pat.search(self._file_text(p)):
+                    text = self._file_text(p)
+                    if not any(n in text for n in new_) or not pat.search(text):  # `in` first: fast
                         continue
+                    if len(mods) >= MAX_KEEPER_MODULES:
+                        break  # a name too common to follow: no finding rather than a slow search
                     s = self.summary(self.module_for(str(p))[0])
                     if s is None:
                         continue
@@ -1969,12 +1972,21 @@ def has_project_dataset(index: ProjectIndex, path: str, k: Knowledge, text: Opti
     return False
 
 
-_CLASS_NAME = re.compile(r"^[ \t]*class[ \t]+(\w+)", re.M)
-
-
 def _holder_text(k: Knowledge) -> "re.Pattern[str]":
-    last = sorted({q.rsplit(".", 1)[-1] for q in k.factories})
-    return re.compile(r"self\.\w+\s*=\s*[\w.]*\b(?:" + "|".join(map(re.escape, last)) + r")\(")
+    """``self.x = <factory>(`` on one line: a factory's dotted name as written (``h5py.File(``,
+    ``open(`` for a builtin), or a distinctive class name however qualified (``TiffFile(``)."""
+    dotted, bare = set(), set()
+    for q in k.factories:
+        q = q[9:] if q.startswith("builtins.") else q
+        last = q.rsplit(".", 1)[-1]
+        if "." in q:
+            dotted.add(q)
+        if last[:1].isupper() and any(ch.isupper() for ch in last[1:]):  # TiffFile, OpenSlide, VideoCapture
+            bare.add(last)
+    alts = [r"(?<![\w.])(?:" + "|".join(map(re.escape, sorted(dotted | {q for q in k.factories if "." not in q} | {"open"}))) + ")"]
+    if bare:
+        alts.append(r"[\w.]*\b(?:" + "|".join(map(re.escape, sorted(bare))) + ")")
+    return re.compile(r"self\.\w+\s*=\s*(?:" + "|".join(alts) + r")\(")
 
 
 def has_kept_holder(index: ProjectIndex, path: str, k: Knowledge, text: str) -> bool:
@@ -1983,15 +1995,10 @@ def has_kept_holder(index: ProjectIndex, path: str, k: Knowledge, text: str) -> 
     dataset of its own. Asked only when the text has ``self.x = <factory>(`` on one line."""
     if "__init__" not in text or not k.derived("index.holder_text", _holder_text).search(text):
         return False
-    classes = set(_CLASS_NAME.findall(text))
-    if not classes:
-        return False
-    me = Path(path).resolve()
-    pat = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, classes))) + r")\b")
-    if not any(p.resolve() != me and pat.search(index._file_text(p)) for p in index._project_files()):
-        return False  # no other module names a class of this file
     s = index.summary_of_path(path)
-    for name in s.classes:
+    for name, c in s.classes.items():
+        if not any(a.kind in ("factory", "call") for m in c.methods.values() for a in m.assigns):
+            continue  # its own methods keep no handle (nor a call's result that may be one)
         q = f"{s.module}.{name}" if s.module else name
         if index.holder(q) is not None and index.keepers(q) is not None:
             return True
