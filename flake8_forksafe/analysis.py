@@ -913,7 +913,43 @@ class Analysis:
                         add(t)
                         kept_by[id(t)] = f"dataset {c.name} builds its objects from a module-level registry and keeps them"
                         changed = True
+        if self.index is not None:  # a handle holder whose objects a dataset in another module keeps
+            for c in self.classes:
+                if id(c) not in ids:
+                    via = self.project_keeper(c)
+                    if via:
+                        add(c)
+                        kept_by[id(c)] = via
         return out, kept_by
+
+    def project_returned_handle(self, value: Optional[cst.BaseExpression]) -> Optional[Tuple[str, str, str, int]]:
+        """``value`` is a call of a function (or static/class method) defined in another module of
+        the project that returns a handle (``ProjectIndex.returned_handle``): (factory, function,
+        path, line)."""
+        if self.index is None or not isinstance(value, cst.Call) or self_attr(value.func) is not None:
+            return None
+        q = self.absolute(self.qualify(value.func))
+        if not q or q.split(".", 1)[0] in ("torch", "numpy", "builtins") or q.rpartition(".")[0] == self.module_name[0]:
+            return None
+        key = ("project_returned_handle", q)
+        if key not in self._memo:
+            try:
+                self._memo[key] = self.index.returned_handle(q)
+            except RecursionError:
+                self._memo[key] = None
+        return self._memo[key]
+
+    def project_keeper(self, cls: ClassInfo) -> str:
+        """For a class whose ``__init__`` keeps a handle: which dataset of the project keeps its
+        objects on the parent side (``ProjectIndex.keepers``), as FRK101's message says it; "" if none."""
+        q = self.class_qname(cls)
+        if q is None or self.index.holder(q) is None:
+            return ""
+        got = self.index.keepers(q)
+        if got is None:
+            return ""
+        ds, attr, path, line = got
+        return f"dataset {ds} keeps its objects in self.{attr}, {path}:{line}"
 
     def registry_classes(self, cls: ClassInfo) -> List[ClassInfo]:
         """Classes of this module listed in a module-level registry (a dict / list / tuple literal,

@@ -64,12 +64,23 @@ def could_have_findings(text: str, config: Config) -> bool:
 
 def project_anchor(index: Any, path: str, config: Config, text: str = "class ") -> bool:
     """The file defines a class whose base, defined in another module of the project (the index),
-    is dataset-like: the pre-filter, which sees one file, cannot know."""
+    is dataset-like, or a class whose objects such a dataset keeps (``holder_anchor``): the
+    pre-filter, which sees one file, cannot know."""
     if index is None or "class " not in text:
         return False
     from flake8_forksafe.index import has_project_dataset
 
-    return has_project_dataset(index, path, config.knowledge, text)
+    return has_project_dataset(index, path, config.knowledge, text) or holder_anchor(index, path, config, text)
+
+
+def holder_anchor(index: Any, path: str, config: Config, text: str) -> bool:
+    """The file defines a class that keeps a handle in ``__init__`` whose objects a dataset in
+    another module of the project keeps (the index): FRK101 reports the handle there."""
+    if index is None or "class " not in text or not config.is_enabled("FRK101", True):
+        return False
+    from flake8_forksafe.index import has_kept_holder
+
+    return has_kept_holder(index, path, config.knowledge, text)
 
 
 def enabled_rules(config: Config) -> List[Rule]:
@@ -253,16 +264,19 @@ def check_source(
     if prefilter and verdict is None:
         verdict = gate(text, config)
     project: Union[bool, Callable[[], bool]] = False
+    whole = False
     if verdict is not None and not verdict.passes:
         if not project_anchor(index, path, config, text):
             return []
         project = True  # the anchor is a base class in another module: the slicer keeps such classes
+        # or a class whose objects a dataset of another module keeps: nothing is sliced
+        whole = holder_anchor(index, path, config, text)
     elif index is not None:  # asked only when the slicer would drop a class with an imported base
         project = lambda: project_anchor(index, path, config, text)  # noqa: E731
     rules = enabled_rules(config)
     if not rules:
         return []
-    analysed, line_map = slicing.reduce(text, k, slice_above, verdict, gate_anchors(config), project)
+    analysed, line_map = (text, None) if whole else slicing.reduce(text, k, slice_above, verdict, gate_anchors(config), project)
     if len(analysed) > slicing.MAX_ANALYSED:
         raise SourceError(
             f"skipped: {len(analysed) / 1e6:.1f} MB of dataset and worker code is over the "

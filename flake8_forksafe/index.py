@@ -28,10 +28,11 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tup
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import _dotted  # the gate's dotted-name reader: one definition
 
-SCHEMA = 4  # bump when the summary's shape or meaning changes: old cache entries are then ignored
+SCHEMA = 5  # bump when the summary's shape or meaning changes: old cache entries are then ignored
 CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module loads the engine)
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
+MAX_KEEPER_MODULES = 24  # modules ProjectIndex.keepers summarises for one holder class
 
 # --------------------------------------------------------------------------------------------------
 # summaries (plain data)
@@ -64,6 +65,19 @@ class Method:
     cuda_line: int = 0
     callees: List[str] = field(default_factory=list)  # qualified names of plain calls (project helpers followed)
     loader_attrs: List[str] = field(default_factory=list)  # `DataLoader(..., collate_fn=self.X)`: "X:<line>"
+    # where a parameter (or a ``self.X`` attribute) goes as a device: "<src>:<line>" when it reaches
+    # CUDA work in this body (``.to(src)``, ``.cuda(src)``, ``torch.*(device=src)``, ``map_location=src``,
+    # an unresolvable call given it); ``device_flows``: "<src>><dest>" when it is stored (dest
+    # ``self.X``) or passed on to another callable (dest ``<callee>|<keyword>`` / ``<callee>|#<i>``,
+    # callee qualified or ``self.m``). ``src`` is a parameter name or ``self.X``.
+    device_uses: List[str] = field(default_factory=list)
+    device_flows: List[str] = field(default_factory=list)
+    # the objects a call may give (``makes``: of the return values; ``keeps``: "<attr>:<line>:<entry>"
+    # of a value kept on ``self``), looking into containers and comprehensions: "call:<callee>" (the
+    # result of a call: an instance when the callee is a class), "obj:<name>" (a named object, e.g.
+    # a class), "callret:<callee>" (calling what the callee returns: ``cls_ = pick(); return cls_(f)``)
+    makes: List[str] = field(default_factory=list)
+    keeps: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -308,8 +322,13 @@ class _Summariser:
         body_nodes = _body_nodes(node.body)
         generator = False
         returns: List[ast.AST] = []
+        saved_names: Optional[Dict[str, str]] = None
         for n in body_nodes:
-            if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
+            if isinstance(n, ast.ImportFrom):  # a function-level import names things in this body only
+                if saved_names is None:
+                    saved_names = dict(self.s.names)
+                self.imports(n)
+            elif isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                 for t in targets:
                     if isinstance(t, ast.Name):
@@ -334,6 +353,9 @@ class _Summariser:
                             kind, detail = "other", ""
                         else:
                             kind, detail = self.kind(v, fn)
+                            if not isinstance(v, ast.Constant) and len(m.keeps) < 32:
+                                for e in self.produced(v, fn):
+                                    m.keeps.append(f"{t.attr}:{n.lineno}:{e}")
                         m.assigns.append(Assign(t.attr, n.lineno, kind, detail))
             elif isinstance(n, ast.Call):
                 f = n.func
@@ -364,6 +386,16 @@ class _Summariser:
                                 m.base_inits.append(q)
             elif isinstance(n, ast.Attribute) and self_name and isinstance(n.value, ast.Name):
                 pass
+        if self_name or any("dev" in p or p in self.k.device_keywords for p in params):
+            self.device_flow(body_nodes, fn, m)
+        else:
+            m.device_uses = ["*:0"]  # not followed: a device given to it counts as CUDA work
+        for r in returns:
+            for e in self.produced(r, fn):
+                if e not in m.makes and len(m.makes) < 16:
+                    m.makes.append(e)
+        if saved_names is not None:
+            self.s.names = saved_names
         if generator:
             m.returns = "generator"
         else:
@@ -376,6 +408,130 @@ class _Summariser:
                     m.returns = kind
                     break
         return m
+
+    def sources(self, e: Optional[ast.AST], fn: "_Fn", depth: int = 0) -> Set[str]:
+        """The parameters and ``self.X`` attributes whose value ``e`` may be as a device: the name
+        itself, a local assigned from it, ``x or y`` / ``a if c else b``, ``torch.device(x)``."""
+        if e is None or depth > 4:
+            return set()
+        if isinstance(e, ast.Name):
+            if e.id in fn.params:
+                return {e.id}
+            out: Set[str] = set()
+            for v in fn.locals.get(e.id, ())[-2:]:
+                out |= self.sources(v, fn, depth + 1)
+            return out
+        if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and fn.self and e.value.id == fn.self:
+            return {f"self.{e.attr}"}
+        if isinstance(e, ast.BoolOp):
+            return set().union(*(self.sources(v, fn, depth + 1) for v in e.values))
+        if isinstance(e, ast.IfExp):
+            return self.sources(e.body, fn, depth + 1) | self.sources(e.orelse, fn, depth + 1)
+        if isinstance(e, ast.Call) and self.qualify(_dotted(e.func)) == "torch.device" and e.args:
+            return self.sources(e.args[0], fn, depth + 1)
+        return set()
+
+    def produced(self, e: Optional[ast.AST], fn: "_Fn", depth: int = 0) -> List[str]:
+        """``Method.makes`` entries for the value ``e`` (see there)."""
+        if e is None or depth > 4:
+            return []
+        if isinstance(e, ast.Call):
+            d = _dotted(e.func)
+            if d is None:
+                return []
+            head = d.split(".", 1)[0]
+            if head in fn.locals and "." not in d:  # calling a local: what it was assigned
+                out: List[str] = []
+                for v in fn.locals[head][-4:]:
+                    for x in self.produced(v, fn, depth + 1):
+                        kind, _, what = x.partition(":")
+                        if kind == "obj":
+                            out.append(f"call:{what}")
+                        elif kind == "call":
+                            out.append(f"callret:{what}")
+                return out
+            if head in fn.params or head in fn.locals or head == fn.self:
+                if head == fn.self and d.count(".") == 1:
+                    return [f"call:self.{d.split('.', 1)[1]}"]
+                return []
+            q = self.qualify(d)
+            return [f"call:{q}"] if q and not q.startswith(("builtins.", "torch.", "numpy.")) else []
+        if isinstance(e, (ast.Name, ast.Attribute)):
+            d = _dotted(e)
+            if d is None:
+                return []
+            head = d.split(".", 1)[0]
+            if head in fn.locals and "." not in d:
+                return [x for v in fn.locals[head][-4:] for x in self.produced(v, fn, depth + 1)]
+            if head in fn.params or head in fn.locals or head == fn.self:
+                return []
+            q = self.qualify(d)
+            return [f"obj:{q}"] if q and not q.startswith("builtins.") else []
+        if isinstance(e, ast.DictComp):
+            return self.produced(e.value, fn, depth + 1)
+        if isinstance(e, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return self.produced(e.elt, fn, depth + 1)
+        if isinstance(e, ast.Dict):
+            return [x for v in e.values[:8] for x in self.produced(v, fn, depth + 1)]
+        if isinstance(e, (ast.List, ast.Tuple, ast.Set)):
+            return [x for v in e.elts[:8] for x in self.produced(v, fn, depth + 1)]
+        if isinstance(e, ast.IfExp):
+            return self.produced(e.body, fn, depth + 1) + self.produced(e.orelse, fn, depth + 1)
+        return []
+
+    def device_flow(self, body_nodes: List[ast.AST], fn: "_Fn", m: Method) -> None:
+        """``Method.device_uses`` / ``device_flows`` (see there)."""
+        uses: List[str] = []
+        flows: List[str] = []
+
+        def add(lst: List[str], item: str) -> None:
+            if item not in lst and len(lst) < 32:
+                lst.append(item)
+
+        for n in body_nodes:
+            if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None and fn.self:
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                srcs = self.sources(n.value, fn)
+                for t in targets:
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == fn.self:
+                        for src in srcs:
+                            if src != f"self.{t.attr}":
+                                add(flows, f"{src}>self.{t.attr}")
+                continue
+            if not isinstance(n, ast.Call):
+                continue
+            f = n.func
+            q = self.qualify(_dotted(f)) or ""
+            args = [(f"#{i}", v) for i, v in enumerate(n.args) if not isinstance(v, ast.Starred)]
+            args += [(kw.arg, kw.value) for kw in n.keywords if kw.arg is not None]
+            own = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and fn.self is not None and f.value.id == fn.self
+            moving = isinstance(f, ast.Attribute) and not own and not q.startswith("torch.") and (
+                f.attr in self.k.move_methods or f.attr in self.k.cuda_methods
+            )
+            for key, v in args:
+                srcs = self.sources(v, fn)
+                if not srcs:
+                    continue
+                if moving and key in ("#0", "device"):
+                    sink = True
+                elif q.startswith("torch."):
+                    sink = key in self.k.device_keywords or (q.startswith("torch.cuda.") and key == "#0")
+                elif q.startswith(("builtins.", "logging.")) or (isinstance(f, ast.Attribute) and f.attr in _LOG_METHODS):
+                    continue  # print(device), str(device), logger.info(...)
+                elif own:
+                    for src in srcs:
+                        add(flows, f"{src}>self.{f.attr}|{key}")
+                    continue
+                elif q:  # resolved (or not) when asked: an unresolvable callee counts as CUDA work
+                    for src in srcs:
+                        add(flows, f"{src}>{q}|{key}")
+                    continue
+                else:
+                    sink = True  # a call the index cannot follow (a method of an object, super())
+                if sink:
+                    for src in srcs:
+                        add(uses, f"{src}:{n.lineno}")
+        m.device_uses, m.device_flows = uses, flows
 
     # -- the module
     def run(self, tree: ast.Module) -> ModuleSummary:
@@ -419,6 +575,9 @@ class _Summariser:
                         if f:
                             s.handles.append(Assign(t.id, node.lineno, "factory", f))
         return s
+
+
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
 
 
 @dataclass
@@ -466,7 +625,7 @@ def _loader_names(k: Knowledge) -> Tuple[FrozenSet[str], Tuple[str, ...]]:
 
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-_WANTED = (ast.Assign, ast.AnnAssign, ast.withitem, ast.Yield, ast.YieldFrom, ast.Return, ast.Call)
+_WANTED = (ast.Assign, ast.AnnAssign, ast.withitem, ast.Yield, ast.YieldFrom, ast.Return, ast.Call, ast.ImportFrom)
 _CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}  # node type -> its fields, less the operator/context ones
 
 
@@ -821,6 +980,7 @@ class ProjectIndex:
         # answers of canonical / base_chain: a first summary of a module changes none (a query that
         # reads a module summarises it first); a summary replaced or a new source root forgets them
         self._memo: Dict[Tuple[str, str], object] = {}
+        self._texts: Dict[Path, str] = {}  # project files read by ``keepers``
 
     # -- modules and paths
     def source_roots(self) -> List[Path]:
@@ -956,6 +1116,7 @@ class ProjectIndex:
         module, is_package = self.module_for(str(path))
         if module in self.summaries:
             self._memo.clear()  # a summary replaced (unsaved text, flake8's tree): answers may change
+            self._texts.clear()
         shown = os.path.relpath(path, self.root) if Path(path).resolve().is_relative_to(self.root) else str(path)
         try:
             if data is None:
@@ -1286,10 +1447,8 @@ class ProjectIndex:
             ref = self.resolve_method(cls, callee[5:])
             m = self.method(ref) if ref else None
         else:
-            q = self.canonical(callee)
-            mod, _, name = q.rpartition(".")
-            s = self.summary(mod) if mod else None
-            m = s.functions.get(name) if s else None
+            got = self.callable_at(callee)
+            m = got[0] if got is not None else None
         if m is None or not m.returns:
             return "other", ""
         kind, _, detail = m.returns.partition(":")
@@ -1324,6 +1483,296 @@ class ProjectIndex:
             got = self.function_cuda(callee, depth + 1, seen)
             if got is not None:
                 return got
+        return None
+
+    def device_param(self, callee: str, key: str) -> Optional[Tuple[str, str, int]]:
+        """Whether the argument ``key`` (a keyword, or ``#i`` for the i-th positional) of a call of
+        the project callable ``callee`` reaches CUDA work in that call: for a class, in the methods
+        its ``__init__`` reaches (the parameter itself, or the ``self.X`` it is stored in, moved to the
+        device, given as ``device=``/``map_location=``, passed on to a callable that does so or that
+        the index cannot follow); for a function, in its body and what it passes the value to.
+        (CUDA call's owner ``Class.method``, path, line) when it does, ``("", "", 0)`` when the value
+        is only stored or compared, None when the callee or the parameter cannot be resolved."""
+        key_ = ("device_param", callee, key)
+        if key_ not in self._memo:
+            try:
+                self._memo[key_] = self._device_param(callee, key, 0, set())
+            except RecursionError:
+                self._memo[key_] = None
+        return self._memo[key_]  # type: ignore[return-value]
+
+    _UNKNOWN = ("?", "", 0)
+
+    def _device_param(self, callee: str, key: str, depth: int, seen: Set[str]) -> Optional[Tuple[str, str, int]]:
+        if depth > 6 or len(seen) > 64:
+            return None
+        q = self.canonical(callee)
+        c = self.resolve_class(q)
+        if c is not None:
+            ref = self.resolve_method(c.qname, "__init__")
+            if ref is None:
+                return None
+            m = self.method(ref)
+            cls: Optional[str] = c.qname
+            path, label, offset = ref.path, ref.label, 1
+        else:
+            mod, _, name = q.rpartition(".")
+            s = self.summary(mod) if mod else None
+            m = s.functions.get(name) if s else None
+            cls, path, label, offset = None, (s.path if s else ""), q, 0
+        if m is None:
+            return None
+        p = self._param_for(m, key, offset)
+        if p is None:
+            return None
+        if cls is not None:  # an __init__ that uses CUDA whatever it is given
+            for r in self.init_reach(cls):
+                mm = self.method(r)
+                if mm is not None and mm.cuda:
+                    return (r.label, r.path, mm.cuda_line)
+        return self._reaches(cls, m, label, path, p, depth, seen)
+
+    @staticmethod
+    def _param_for(m: Method, key: str, offset: int) -> Optional[str]:
+        if key.startswith("#"):
+            i = int(key[1:]) + offset
+            return m.params[i] if i < len(m.params) else None
+        return key if key in m.params else None
+
+    def _reaches(
+        self, cls: Optional[str], m: Method, label: str, path: str, src: str, depth: int, seen: Set[str]
+    ) -> Optional[Tuple[str, str, int]]:
+        """Where ``src`` (a parameter of ``m`` or ``self.X``) reaches CUDA work; ("", "", 0) when not."""
+        tag = f"{label}:{src}"
+        if tag in seen:
+            return ("", "", 0)
+        seen.add(tag)
+        stored: List[str] = []
+        for u in m.device_uses:
+            name, _, line = u.rpartition(":")
+            if name == "*":
+                return self._UNKNOWN
+            if name == src:
+                return (label, path, int(line))
+        for fl in m.device_flows:
+            name, _, dest = fl.partition(">")
+            if name != src:
+                continue
+            if dest.startswith("self.") and "|" not in dest:
+                stored.append(dest)
+                continue
+            target, _, key = dest.partition("|")
+            if target.startswith("self."):
+                if cls is None:
+                    return self._UNKNOWN
+                ref = self.resolve_method(cls, target[5:])
+                mm = self.method(ref) if ref else None
+                p = self._param_for(mm, key, 1) if mm else None
+                if mm is None or p is None:
+                    return self._UNKNOWN
+                got = self._reaches(cls, mm, ref.label, ref.path, p, depth + 1, seen)
+            else:
+                got = self._device_param(target, key, depth + 1, seen)
+            if got is None:
+                return self._UNKNOWN
+            if got[0]:
+                return got
+        if stored and cls is not None:  # kept on self: what __init__ and the methods it reaches do with it
+            for ref in self.init_reach(cls):
+                mm = self.method(ref)
+                if mm is None:
+                    continue
+                for attr in stored:
+                    got = self._reaches(cls, mm, ref.label, ref.path, attr, depth + 1, seen)
+                    if got is None:
+                        return self._UNKNOWN
+                    if got[0]:
+                        return got
+        return ("", "", 0)
+
+    # -- handle holders: objects that keep a handle, built and kept by a dataset in another module
+
+    def callable_at(self, qname: str) -> Optional[Tuple[Method, Optional[str]]]:
+        """The project function or method ``qname`` names (``mod.f``, ``mod.Class.m``, followed
+        through re-exports and base classes) and its class, or None."""
+        q = self.canonical(qname)
+        mod, _, name = q.rpartition(".")
+        s = self.summary(mod) if mod else None
+        if s is not None and name in s.functions:
+            return s.functions[name], None
+        c = self.resolve_class(mod) if mod else None
+        if c is not None:
+            ref = self.resolve_method(c.qname, name)
+            m = self.method(ref) if ref else None
+            if m is not None:
+                return m, c.qname
+        return None
+
+    def instances(self, callee: str, cls: Optional[str] = None, depth: int = 0) -> FrozenSet[str]:
+        """The project classes whose instances (alone or in a container) a call of ``callee`` may
+        give: the class itself, or what a function/method returns (``Method.makes``) followed."""
+        key = ("instances", f"{callee}|{cls or ''}")
+        if key in self._memo:
+            return self._memo[key]  # type: ignore[return-value]
+        self._memo[key] = frozenset()  # a cycle gives nothing
+        out: Set[str] = set()
+        if depth <= 8:
+            if callee.startswith(("self.", "cls.")) and cls:
+                ref = self.resolve_method(cls, callee.split(".", 1)[1])
+                got = (self.method(ref), cls) if ref else None
+            else:
+                c = self.resolve_class(self.canonical(callee))
+                if c is not None:
+                    out.add(c.qname)
+                got = None if c is not None else self.callable_at(callee)
+            if got is not None and got[0] is not None:
+                m, owner = got
+                for e in m.makes:
+                    kind, _, what = e.partition(":")
+                    if kind == "call":
+                        out |= self.instances(what, owner, depth + 1)
+                    elif kind == "callret":
+                        for o in self.objects(what, owner, depth + 1):
+                            out.add(o)
+        self._memo[key] = frozenset(out)
+        return self._memo[key]  # type: ignore[return-value]
+
+    def objects(self, callee: str, cls: Optional[str], depth: int) -> Set[str]:
+        """The project classes a call of ``callee`` may return as class objects (``return Cls``)."""
+        if depth > 8:
+            return set()
+        if callee.startswith(("self.", "cls.")) and cls:
+            ref = self.resolve_method(cls, callee.split(".", 1)[1])
+            got = (self.method(ref), cls) if ref else None
+        else:
+            got = self.callable_at(callee)
+        out: Set[str] = set()
+        if got is not None and got[0] is not None:
+            for e in got[0].makes:
+                kind, _, what = e.partition(":")
+                if kind == "obj":
+                    c = self.resolve_class(self.canonical(what))
+                    if c is not None:
+                        out.add(c.qname)
+                elif kind == "call":
+                    out |= self.objects(what, got[1], depth + 1)
+        return out
+
+    def returned_handle(self, callee: str) -> Optional[Tuple[str, str, str, int]]:
+        """A project function (or static/class method) whose return value is a handle from a
+        factory, itself or through what it returns: (factory, function, path, line of its def)."""
+        got = self.callable_at(callee)
+        if got is None:
+            return None
+        kind, detail = self.returns(callee, got[1])
+        if kind != "factory":
+            return None
+        q = self.canonical(callee)
+        mod = q.rpartition(".")[0]
+        s = self.summary(mod)
+        if s is None:
+            c = self.resolve_class(mod)
+            path = c.path if c is not None else ""
+        else:
+            path = s.path
+        return detail, q, path, got[0].line
+
+    def holder(self, qname: str) -> Optional[AttrFact]:
+        """The first handle (``Assign.kind`` "factory") the class's ``__init__`` keeps on ``self``."""
+        key = ("holder", qname)
+        if key not in self._memo:
+            self._memo[key] = next((f for f in self.init_assigns(qname) if f.kind == "factory"), None)
+        return self._memo[key]  # type: ignore[return-value]
+
+    def _package_files(self, qname: str) -> List[Path]:
+        """The project files under the top-level package of ``qname`` (all of them for a top-level
+        module): where a dataset keeping its objects is looked for."""
+        top = qname.split(".", 1)[0]
+        key = ("package_files", top)
+        if key not in self._memo:
+            init = self.path_for(top)
+            if init is not None and init.name == "__init__.py":
+                files = sorted(p for p in init.parent.rglob("*.py") if not any(x.startswith(".") for x in p.parts[-4:-1]))
+            elif init is not None:
+                files = sorted(init.parent.glob("*.py"))
+            else:
+                files = []
+            self._memo[key] = files
+        return self._memo[key]  # type: ignore[return-value]
+
+    def _file_text(self, p: Path) -> str:
+        t = self._texts.get(p)
+        if t is None:
+            try:
+                t = p.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                t = ""
+            self._texts[p] = t
+        return t
+
+    def keepers(self, holder: str) -> Optional[Tuple[str, str, str, int]]:
+        """A dataset of the project that keeps instances of the class ``holder`` (made on the parent
+        side: in the methods its ``__init__`` reaches, possibly through project functions that build
+        them, in a container too): (dataset, attribute, path, line of the keeping assignment), or None.
+        Only the modules that name the holder, or a callable found to return its objects, as a word
+        are read, and in them only the callables and classes whose summaries name one of those."""
+        key = ("keepers", holder)
+        if key in self._memo:
+            return self._memo[key]  # type: ignore[return-value]
+        self._memo[key] = None
+        known = {holder.rsplit(".", 1)[-1]}
+        new = set(known)
+        mods: Dict[Path, ModuleSummary] = {}
+        found: Optional[Tuple[str, str, str, int]] = None
+
+        def names(entries: Iterable[str]) -> bool:
+            return any(e.rsplit(".", 1)[-1] in known for e in entries)
+
+        for _ in range(8):
+            if found is not None or not new:
+                break
+            pat = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, new))) + r")\b")
+            new_, new = new, set()
+            for p in self._package_files(holder):
+                if p not in mods:
+                    text = self._file_text(p)
+                    if not any(n in text for n in new_) or not pat.search(text):  # `in` first: fast
+                        continue
+                    if len(mods) >= MAX_KEEPER_MODULES:
+                        break  # a name too common to follow: no finding rather than a slow search
+                    s = self.summary(self.module_for(str(p))[0])
+                    if s is None:
+                        continue
+                    mods[p] = s
+            for s in mods.values():
+                for fname, f in s.functions.items():
+                    fq = f"{s.module}.{fname}"
+                    if fname not in known and names(f.makes) and (holder in self.instances(fq) or holder in self.objects(fq, None, 0)):
+                        new.add(fname)
+                for c in s.classes.values():
+                    cq = f"{s.module}.{c.name}" if s.module else c.name
+                    for mname, mm in c.methods.items():
+                        mq = f"{cq}.{mname}"
+                        if mname not in known and mname != "__init__" and names(mm.makes) and (
+                            holder in self.instances(mq) or holder in self.objects(mq, cq, 0)
+                        ):
+                            new.add(mname)
+                    if found is None and cq != holder and any(names(mm.keeps) for mm in c.methods.values()):
+                        found = self._keeping_dataset(cq, c.name, holder)
+            known |= new
+        self._memo[key] = found
+        return found
+
+    def _keeping_dataset(self, cq: str, name: str, holder: str) -> Optional[Tuple[str, str, str, int]]:
+        if not self.derives_from(cq, lambda b: is_dataset_base_name(b, self.k)):
+            return None
+        for ref in self.init_reach(cq):
+            m = self.method(ref)
+            for kp in m.keeps if m else ():
+                attr, line, entry = kp.split(":", 2)
+                kind, _, what = entry.partition(":")
+                if kind == "call" and holder in self.instances(what, cq):
+                    return (name, attr, ref.path, int(line))
         return None
 
     def init_assigns(self, qname: str) -> List[AttrFact]:
@@ -1521,3 +1970,37 @@ def has_project_dataset(index: ProjectIndex, path: str, k: Knowledge, text: Opti
             if index.derives_from(f"{s.module}.{name}" if s.module else name, lambda q: is_dataset_base_name(q, k)):
                 return True
     return False
+
+
+def _holder_text(k: Knowledge) -> "re.Pattern[str]":
+    """``self.x = <factory>(`` on one line: a factory's dotted name as written (``h5py.File(``,
+    ``open(`` for a builtin), or a distinctive class name however qualified (``TiffFile(``)."""
+    dotted, bare = set(), set()
+    for q in k.factories:
+        q = q[9:] if q.startswith("builtins.") else q
+        last = q.rsplit(".", 1)[-1]
+        if "." in q:
+            dotted.add(q)
+        if last[:1].isupper() and any(ch.isupper() for ch in last[1:]):  # TiffFile, OpenSlide, VideoCapture
+            bare.add(last)
+    alts = [r"(?<![\w.])(?:" + "|".join(map(re.escape, sorted(dotted | {q for q in k.factories if "." not in q} | {"open"}))) + ")"]
+    if bare:
+        alts.append(r"[\w.]*\b(?:" + "|".join(map(re.escape, sorted(bare))) + ")")
+    return re.compile(r"self\.\w+\s*=\s*(?:" + "|".join(alts) + r")\(")
+
+
+def has_kept_holder(index: ProjectIndex, path: str, k: Knowledge, text: str) -> bool:
+    """A class of the file keeps a handle in ``__init__`` and a dataset in another module of the
+    project keeps its objects (``ProjectIndex.keepers``): the gate's question for a file without a
+    dataset of its own. Asked only when the text has ``self.x = <factory>(`` on one line."""
+    if "__init__" not in text or not k.derived("index.holder_text", _holder_text).search(text):
+        return False
+    s = index.summary_of_path(path)
+    for name, c in s.classes.items():
+        if not any(a.kind in ("factory", "call") for m in c.methods.values() for a in m.assigns):
+            continue  # its own methods keep no handle (nor a call's result that may be one)
+        q = f"{s.module}.{name}" if s.module else name
+        if index.holder(q) is not None and index.keepers(q) is not None:
+            return True
+    return False
+

@@ -288,6 +288,23 @@ class DS(Dataset):
                 rep.applicability = UNSAFE
             yield rep
 
+        for cls in a.dataset_classes:  # returned by a function of another module and kept
+            parent = a.parent_side(cls)
+            for fn in parent:
+                for sa in fn.self_assigns:
+                    got = a.project_returned_handle(sa.value)
+                    if got is None or released_in(parent, sa.attr) or closed_by_with(parent, sa.attr):
+                        continue
+                    factory, func, path, line = got
+                    yield self.report(
+                        sa.value,
+                        f"{factory}() returned by {func} ({path}:{line}) is kept in self.{sa.attr} of "
+                        f"{cls.name}, opened on the parent side: forked DataLoader workers share the "
+                        "parent's handle and spawn workers cannot pickle it; open it lazily in each worker "
+                        "process (no automatic fix: the code is in another module)",
+                        fixable=False,
+                    )
+
         for cls in a.dataset_classes:  # opened by a base class's method in another module
             for fact in a.project_init_handles(cls):
                 yield self.report(

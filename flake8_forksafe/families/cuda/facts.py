@@ -39,6 +39,7 @@ from flake8_forksafe.analysis import (
     dotted,
     keyword,
     positional,
+    self_attr,
     string_value,
 )
 
@@ -70,13 +71,29 @@ class CudaUse:
             return f".to({inner})"
         if self.kind == "keyword" and self.arg is not None and self.arg.keyword is not None:
             name = dotted(f) or "..."
-            return f"{name}({self.arg.keyword.value}={_short(self.arg.value)})"
+            text = f"{name}({self.arg.keyword.value}={_short(self.arg.value)})"
+            if self.via is not None:  # a project class/function that moves to the device it is given
+                _, func, path, line = self.via
+                text += f" (the device is used in {func}, {path}:{line})"
+            return text
         if self.kind == "default_device" and self.arg is not None:
             return f"{self.qname}({_short(self.arg.value)})"
         if self.kind == "helper" and self.via is not None:
             what, func, path, line = self.via
             return f"{dotted(f) or 'call'}() (CUDA: {what} in {func}, {path}:{line})"
         return f"{self.qname or dotted(f) or 'call'}()"
+
+
+def _project_device(a: Analysis, site: CallSite, key: str) -> Optional[Tuple[str, str, int]]:
+    """For a call of a class or function defined in the project (not a method of an object):
+    whether its ``key`` argument reaches CUDA work there (``ProjectIndex.device_param``)."""
+    f = site.node.func
+    if not site.qname or isinstance(f, cst.Attribute) and self_attr(f.value) is not None:
+        return None
+    q = a.absolute(site.qname)
+    if not q or q.split(".", 1)[0] in ("torch", "numpy", "builtins"):
+        return None
+    return a.index.device_param(q, key)
 
 
 def _short(node: cst.CSTNode, limit: int = 40) -> str:
@@ -133,6 +150,12 @@ def cuda_uses(
                     if a.is_cuda_value(arg.value, fn):
                         use = CudaUse(call, "keyword", arg, q)
                         break
+            if use is not None and a.index is not None:
+                goes = _project_device(a, site, use.arg.keyword.value)  # type: ignore[union-attr]
+                if goes is not None and not goes[0]:
+                    continue  # a project class/function that only stores the device (lazy model load)
+                if goes is not None and goes[0] != "?":
+                    use.via = ("device", goes[0], goes[1], goes[2])
         if use is None and q.startswith("torch.cuda.") and q not in k.cuda_queries:
             use = CudaUse(call, "torch_cuda", None, q)
         if use is None and a.index is not None:

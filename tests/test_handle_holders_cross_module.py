@@ -1,0 +1,267 @@
+"""FRK101 across modules: a class whose ``__init__`` keeps a handle (a "handle holder"), built and
+kept on the parent side by a dataset of another module of the project (directly, through project
+functions and static/class methods that return its objects, in containers), is reported on the
+handle-factory call in the holder's module, naming the dataset and where it keeps them; a helper of
+another module that returns a handle kept by a dataset is reported on the dataset (tmp-dir projects,
+checked with the real CLI over the whole tree: one finding per hazard)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List
+
+from tests.test_index import forksafe, write
+
+READER = """\
+    import h5py
+
+
+    class SlideReader:
+        def __init__(self, path):
+            self.path = path
+            self.f = h5py.File(path, "r")
+
+        def read(self, i):
+            return self.f["x"][i]
+    """
+
+BUILD = """\
+    from slides.readers import SlideReader
+
+
+    def load_readers(paths):
+        readers = [SlideReader(p) for p in paths]
+        return readers
+    """
+
+DATA = """\
+    from torch.utils.data import Dataset
+
+    from slides.build import load_readers
+
+
+    class Slides(Dataset):
+        def __init__(self, paths):
+            self.paths = paths
+            self.readers = load_readers(paths)
+
+        def __len__(self):
+            return len(self.paths)
+
+        def __getitem__(self, i):
+            return self.readers[i].read(0)
+    """
+
+# a second shape: the holder opens its handle in a method its __init__ calls; a static method of a
+# manifest class returns a dict of what a module-level function returns; the dataset keeps it in a
+# method its __init__ calls
+TIFF = """\
+    import tifffile
+
+
+    class TiffVideo:
+        def __init__(self, path, name=None):
+            self.name = name
+            self._open(path)
+
+        def _open(self, path):
+            self.tif = tifffile.TiffFile(path)
+
+        def frame(self, i):
+            return self.tif.pages[i].asarray()
+    """
+
+PICK = """\
+    def pick(kind):
+        if kind == "tiff":
+            from clips.tiff import TiffVideo
+
+            cls_ = TiffVideo
+        else:
+            cls_ = None
+        return cls_
+
+
+    def make_video(path, kind="tiff"):
+        video_cls = pick(kind)
+        return video_cls(path, name=path)
+    """
+
+MANIFEST = """\
+    from clips.pick import make_video
+
+
+    class Manifest:
+        @staticmethod
+        def load(rows):
+            return {row[0]: make_video(row[1]) for row in rows}
+    """
+
+CLIPS = """\
+    import torch
+
+    from clips.manifest import Manifest
+
+
+    class Clips(torch.utils.data.Dataset):
+        def __init__(self, rows):
+            self.rows = rows
+            self._setup()
+
+        def _setup(self):
+            self.videos = Manifest.load(self.rows)
+
+        def __len__(self):
+            return len(self.rows)
+
+        def __getitem__(self, i):
+            return self.videos[self.rows[i][0]].frame(0)
+    """
+
+
+def _run(tmp_path: Path, files: Dict[str, str]) -> List[str]:
+    write(tmp_path, {"pyproject.toml": "", **files})
+    r = forksafe(tmp_path, ".", "--no-cache", "--select", "FRK1")
+    assert r.returncode in (0, 1), r.stderr
+    return [line for line in r.stdout.splitlines() if " FRK" in line]
+
+
+SLIDES = {"slides/__init__.py": "", "slides/readers.py": READER, "slides/build.py": BUILD, "slides/data.py": DATA}
+CLIPS_FILES = {"clips/__init__.py": "", "clips/tiff.py": TIFF, "clips/pick.py": PICK,
+               "clips/manifest.py": MANIFEST, "clips/data.py": CLIPS}
+
+
+def test_holder_built_by_a_project_function_and_kept_by_a_dataset(tmp_path: Path) -> None:
+    out = _run(tmp_path, SLIDES)
+    assert [line.split(" ", 2)[:2] for line in out] == [[f"{Path('slides/readers.py')}:7:18:", "FRK101"]]
+    assert out[0].split(" ", 2)[2].startswith(
+        "[*] h5py.File() opened in SlideReader.__init__ and kept in self.f (SlideReader is not a dataset, but "
+        f"dataset Slides keeps its objects in self.readers, {Path('slides/data.py')}:9)"
+    )
+
+
+def test_holder_through_a_static_method_a_picked_class_and_a_dict(tmp_path: Path) -> None:
+    out = _run(tmp_path, CLIPS_FILES)
+    assert [line.split(" ", 2)[:2] for line in out] == [[f"{Path('clips/tiff.py')}:10:20:", "FRK101"]]
+    assert (f"(TiffVideo is not a dataset, but dataset Clips keeps its objects in self.videos, "
+            f"{Path('clips/data.py')}:12)") in out[0]
+
+
+def test_holder_that_opens_lazily_is_not_reported(tmp_path: Path) -> None:
+    lazy = READER.replace('self.f = h5py.File(path, "r")', "self.f = None").replace(
+        'return self.f["x"][i]', 'if self.f is None:\n                self.f = h5py.File(self.path, "r")\n'
+        '            return self.f["x"][i]')
+    assert lazy != READER
+    assert _run(tmp_path, {**SLIDES, "slides/readers.py": lazy}) == []
+
+
+def test_holder_built_on_the_worker_side_is_not_reported(tmp_path: Path) -> None:
+    data = DATA.replace("self.readers = load_readers(paths)", "self.readers = None").replace(
+        "return self.readers[i].read(0)", "readers = load_readers(self.paths)\n            return readers[i].read(0)")
+    assert data != DATA
+    assert _run(tmp_path, {**SLIDES, "slides/data.py": data}) == []
+
+
+def test_holder_used_in_a_with_block_in_init_is_not_reported(tmp_path: Path) -> None:
+    reader = READER + """
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+    """
+    data = DATA.replace("from slides.build import load_readers", "from slides.readers import SlideReader").replace(
+        "self.readers = load_readers(paths)",
+        "with SlideReader(paths[0]) as r:\n                self.n = len(r.f)\n            self.readers = None")
+    assert data != DATA
+    assert _run(tmp_path, {**SLIDES, "slides/readers.py": reader, "slides/data.py": data}) == []
+
+
+def test_holder_kept_by_a_class_that_is_not_a_dataset_is_not_reported(tmp_path: Path) -> None:
+    data = DATA.replace("from torch.utils.data import Dataset\n", "").replace("class Slides(Dataset):", "class Slides:")
+    assert data != DATA
+    assert _run(tmp_path, {**SLIDES, "slides/data.py": data}) == []
+
+
+def test_holder_reported_when_only_its_module_is_checked(tmp_path: Path) -> None:
+    write(tmp_path, {"pyproject.toml": "", **CLIPS_FILES})
+    r = forksafe(tmp_path, "clips/tiff.py", "--no-cache", "--select", "FRK101")
+    assert r.returncode == 1, r.stderr
+    assert [line.split(" ", 2)[:2] for line in r.stdout.splitlines() if " FRK" in line] == [
+        [f"{Path('clips/tiff.py')}:10:20:", "FRK101"]]
+
+
+def test_helper_of_another_module_returning_a_handle_is_reported_on_the_dataset(tmp_path: Path) -> None:
+    helpers = """\
+        import lmdb
+        import h5py
+
+
+        def open_env(path):
+            return lmdb.open(path, readonly=True)
+
+
+        def open_table(path):
+            f = h5py.File(path, "r")
+            return f
+        """
+    data = """\
+        from torch.utils.data import Dataset
+
+        from store import io
+
+
+        class Records(Dataset):
+            def __init__(self, path):
+                self.env = io.open_env(path)
+                self.table = io.open_table(path)
+
+            def __len__(self):
+                return 1
+
+            def __getitem__(self, i):
+                return self.env, self.table
+        """
+    out = _run(tmp_path, {"store/__init__.py": "", "store/io.py": helpers, "store/data.py": data})
+    assert [line.split(" ", 2)[:2] for line in out] == [
+        [f"{Path('store/data.py')}:8:20:", "FRK101"], [f"{Path('store/data.py')}:9:22:", "FRK101"]]
+    assert f"lmdb.open() returned by store.io.open_env ({Path('store/io.py')}:5) is kept in self.env of Records" in out[0]
+    assert f"h5py.File() returned by store.io.open_table ({Path('store/io.py')}:9) is kept in self.table" in out[1]
+
+
+def test_helper_handle_closed_in_init_or_kept_worker_side_is_not_reported(tmp_path: Path) -> None:
+    helpers = """\
+        import lmdb
+
+
+        class Stores:
+            @staticmethod
+            def open_env(path):
+                return lmdb.open(path, readonly=True)
+        """
+    data = """\
+        from torch.utils.data import Dataset
+
+        from store.io import Stores
+
+
+        class Records(Dataset):
+            def __init__(self, path):
+                self.path = path
+                self.env = Stores.open_env(path)
+                self.n = self.env.stat()["entries"]
+                self.env.close()
+
+            def __len__(self):
+                return self.n
+
+            def __getitem__(self, i):
+                self.worker_env = Stores.open_env(self.path)
+                return i
+        """
+    assert _run(tmp_path, {"store/__init__.py": "", "store/io.py": helpers, "store/data.py": data}) == []
+    kept = data.replace("                self.env.close()\n", "")
+    assert kept != data
+    out = _run(tmp_path, {"store/data.py": kept})
+    assert [line.split(" ", 2)[:2] for line in out] == [[f"{Path('store/data.py')}:9:20:", "FRK101"]]
+    assert "lmdb.open() returned by store.io.Stores.open_env" in out[0]
