@@ -1809,6 +1809,13 @@ class ProjectIndex:
             reach |= self._reach(d)
         reach.discard(module)
         parts = sorted(f"{m}:{self._dep_info[m][0]}" for m in reach)
+        text = self._file_text(Path(path))
+        if "__init__" in text and self.k.derived("index.holder_text", _holder_text).search(text):
+            # a class here may be a handle holder whose objects a dataset elsewhere in its package
+            # keeps (``keepers``): modules that import this one decide its findings too
+            for p in self._package_files(module or Path(path).stem):
+                if str(p) != str(path):
+                    parts.append(f"{p}:{hashlib.sha1(self._file_text(p).encode()).hexdigest()}")
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
     def _reach(self, start: str) -> FrozenSet[str]:

@@ -265,3 +265,28 @@ def test_helper_handle_closed_in_init_or_kept_worker_side_is_not_reported(tmp_pa
     out = _run(tmp_path, {"store/data.py": kept})
     assert [line.split(" ", 2)[:2] for line in out] == [[f"{Path('store/data.py')}:9:20:", "FRK101"]]
     assert "lmdb.open() returned by store.io.Stores.open_env" in out[0]
+
+
+def test_warm_cache_sees_a_dataset_start_keeping_a_holder(tmp_path: Path) -> None:
+    """The holder's finding depends on modules that import it (the dataset that keeps its objects),
+    not only on what it imports: an edit there must reach a warm run's cached result for the
+    holder's (unchanged) file, whose message names the keeping line."""
+    unkept = DATA.replace("self.readers = load_readers(paths)", "self.readers = []")
+    write(tmp_path, {"pyproject.toml": "", **SLIDES, "slides/data.py": unkept})
+    first = forksafe(tmp_path, ".", "--select", "FRK1")
+    assert first.returncode == 0 and first.stdout == "", first.stdout + first.stderr
+    assert list((tmp_path / ".forksafe_cache").rglob("*.json"))  # the cache is in use
+    write(tmp_path, {"slides/data.py": DATA})
+    second = forksafe(tmp_path, ".", "--select", "FRK1")
+    assert [line.split(" ", 2)[:2] for line in second.stdout.splitlines() if " FRK" in line] == [
+        [f"{Path('slides/readers.py')}:7:18:", "FRK101"]
+    ], second.stdout + second.stderr
+    assert f"keeps its objects in self.readers, {Path('slides/data.py')}:9)" in second.stdout
+    # the dataset's module changes, the holder's does not: the message follows the keeping line
+    moved = DATA.replace("        self.paths = paths\n", "        self.paths = paths\n        # cached\n        # below\n")
+    write(tmp_path, {"slides/data.py": moved})
+    third = forksafe(tmp_path, ".", "--select", "FRK1")
+    assert f"keeps its objects in self.readers, {Path('slides/data.py')}:11)" in third.stdout, third.stdout
+    write(tmp_path, {"slides/data.py": unkept})
+    fourth = forksafe(tmp_path, ".", "--select", "FRK1")
+    assert fourth.stdout == "", fourth.stdout

@@ -370,3 +370,22 @@ def test_a_corrupt_cache_file_is_recomputed(tmp_path, raw):
     _entry(tmp_path).write_bytes(raw)
     r = run(tool("forksafe"), "check", "ok.py", cwd=tmp_path)
     assert (r.returncode, r.stdout, r.stderr) == (1, first.stdout, "")
+
+
+def test_a_valid_entry_is_served(tmp_path):
+    """The cache really serves files with findings: an entry rewritten with a valid checksum is what the
+    second run prints (every row carries the notebook ``cell`` field; an entry layout without it was
+    never valid, so findings were recomputed on every run)."""
+    from flake8_forksafe.frontends.cache import _checksum
+
+    (tmp_path / "ok.py").write_text(GOOD)
+    first = run(tool("forksafe"), "check", "ok.py", cwd=tmp_path)
+    assert first.returncode == 1
+    path = _entry(tmp_path)
+    entry = json.loads(path.read_text())
+    assert set(entry["findings"][0]) >= {"cell", "fix", "message"}
+    entry["findings"][0]["message"] = "served from the cache"
+    entry["checksum"] = _checksum(entry["findings"], path.stem)
+    path.write_text(json.dumps(entry))
+    r = run(tool("forksafe"), "check", "ok.py", cwd=tmp_path)
+    assert "served from the cache" in r.stdout and r.returncode == 1

@@ -16,8 +16,10 @@ from flake8_forksafe.config import Config
 from flake8_forksafe.model import Finding
 
 CACHE_DIR = ".forksafe_cache"
-SCHEMA = 2  # version of an entry's layout; any other is recomputed
-_FIELDS = {"line": int, "col": int, "code": str, "message": str, "end_line": int, "end_col": int, "name": str}
+SCHEMA = 3  # version of an entry's layout; any other is recomputed (3: findings carry their notebook cell)
+_FIELDS = {
+    "line": int, "col": int, "code": str, "message": str, "end_line": int, "end_col": int, "name": str, "cell": int,
+}
 
 
 def _checksum(rows: list, digest: str) -> str:
@@ -42,7 +44,7 @@ def valid_rows(entry: object, digest: str) -> Optional[list]:
                 return None
         if row["code"] not in ALL_CODES or row["fix"] not in (None, "safe", "unsafe"):
             return None
-        if row["line"] < 1 or row["col"] < 0 or row["end_line"] < row["line"] or row["end_col"] < 0:
+        if row["line"] < 1 or row["col"] < 0 or row["end_line"] < row["line"] or row["end_col"] < 0 or row["cell"] < 0:
             return None
     return rows
 
