@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Sequence, Set, Union
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from flake8_forksafe.analysis import FuncInfo, dotted, is_docstring
+from flake8_forksafe.analysis import FuncInfo, dotted, is_docstring, push_children
 
 
 def module_level_names(module: cst.Module) -> Set[str]:
@@ -153,20 +153,70 @@ def _import_line(s: cst.CSTNode) -> Optional[Union[cst.Import, cst.ImportFrom]]:
 
 
 def _all_bindings(module: cst.Module) -> Dict[str, List[cst.CSTNode]]:
-    """Every binding of every name, in every scope: name -> the nodes that bind it."""
+    """Every binding of every name, in every scope: name -> the nodes that bind it (an import's
+    bindings: the Import/ImportFrom node). The names libcst's ScopeProvider records as assignments
+    (imports, defs, classes, parameters, type parameters, and the names its ExpressionContextProvider
+    says are stored: targets of assignments, ``for``, comprehensions, ``:=``, ``as``), found by one
+    direct walk of the tree instead of the scope analysis (which costs about 20x more);
+    ``tests/test_edit_imports.py`` compares the two on every fixture and corpus file. Cached for
+    the last module asked (``ensure_imports`` asks twice per name)."""
+    last = _BINDINGS[0]
+    if last is not None and last[0] is module:
+        return last[1]
     out: Dict[str, List[cst.CSTNode]] = {}
-    try:
-        scopes = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider)
-    except Exception:  # pragma: no cover - libcst's scope analysis gave up: assume everything is bound
-        return {"*": []}
-    seen: Set[int] = set()
-    for scope in set(scopes.values()):
-        if scope is None or id(scope) in seen:
+
+    def add(name: str, node: cst.CSTNode) -> None:
+        out.setdefault(name, []).append(node)
+
+    def store(target: cst.CSTNode) -> None:  # the names a target expression stores
+        todo = [target]
+        while todo:
+            t = todo.pop()
+            if isinstance(t, cst.Name):
+                add(t.value, t)
+            elif not isinstance(t, (cst.Attribute, cst.Subscript)):  # their value and slice are read
+                push_children(t, todo)
+
+    stack: List[cst.CSTNode] = [module]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.Import, cst.ImportFrom)):
+            if not isinstance(n.names, cst.ImportStar):
+                for alias in n.names:
+                    named = alias.asname.name if alias.asname is not None else alias.name
+                    for dotted_name in _dotted_prefixes(named):
+                        add(dotted_name, n)
+            continue  # nothing under an import is visited
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Param, cst.TypeAlias, cst.TypeVar, cst.TypeVarTuple, cst.ParamSpec)):
+            add(n.name.value, n)
+        elif isinstance(n, cst.Assign):
+            for t in n.targets:
+                store(t.target)
+        elif isinstance(n, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.CompFor, cst.For)):
+            store(n.target)
+        elif isinstance(n, cst.AsName):
+            store(n.name)
+        elif isinstance(n, cst.Attribute):
+            stack.append(n.value)  # the attribute's name is neither bound nor read
             continue
-        seen.add(id(scope))
-        for asg in scope.assignments:
-            out.setdefault(asg.name, []).append(getattr(asg, "node", None))
+        elif isinstance(n, cst.Arg):
+            stack.append(n.value)  # a keyword's name is neither bound nor read
+            continue
+        push_children(n, stack)
+    _BINDINGS[0] = (module, out)
     return out
+
+
+_BINDINGS: List[Optional[tuple]] = [None]  # (module, its bindings): the last module asked
+
+
+def _dotted_prefixes(node: cst.CSTNode) -> List[str]:
+    """``a.b.c`` -> ["a.b.c", "a.b", "a"] (libcst's names for what ``import a.b.c`` binds)."""
+    full = dotted(node) or ""
+    if not full:
+        return []
+    parts = full.split(".")
+    return [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
 
 
 def _all_names(module: cst.Module) -> Set[str]:
@@ -458,76 +508,65 @@ def _code(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node).strip().rstrip(";").strip()
 
 
-class _ReadNames(cst.CSTVisitor):
-    """Names read in a node: not the names imports bind, attribute names or keyword names."""
-
-    def __init__(self) -> None:
-        self.names: Set[str] = set()
-
-    def visit_Import(self, node: cst.Import) -> bool:
-        return False
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        return False
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
-        return False
-
-    def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)
-        return False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
-
-
 def _local_imports(module: cst.Module) -> Dict[tuple, bool]:
     """(function path, import code, bound name) -> whether the function (nested code included)
-    reads the name, for every import inside a function body."""
+    reads the name, for every import inside a function body. One direct walk of the tree (defs in
+    source order, as a visitor meets them) instead of libcst's visitor dispatch."""
     out: Dict[tuple, bool] = {}
-    path: List[str] = []
-
-    class V(cst.CSTVisitor):
-        def visit_ClassDef(self, node: cst.ClassDef) -> None:
-            path.append(node.name.value)
-
-        def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-            path.pop()
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-            path.append(node.name.value)
-            imports: List[Union[cst.Import, cst.ImportFrom]] = []
-
-            class Own(cst.CSTVisitor):  # the function's own imports, not those of nested defs
-                def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
-                    return False
-
-                def visit_ClassDef(self, inner: cst.ClassDef) -> bool:
-                    return False
-
-                def visit_Import(self, imp: cst.Import) -> None:
-                    imports.append(imp)
-
-                def visit_ImportFrom(self, imp: cst.ImportFrom) -> None:
-                    if not isinstance(imp.names, cst.ImportStar):
-                        imports.append(imp)
-
-            node.body.visit(Own())
-            if not imports:
-                return
-            reads = _ReadNames()
-            node.body.visit(reads)
-            for imp in imports:
-                for name in _bound_by_import(imp):
-                    head = name.split(".")[0]
-                    out[(tuple(path), _code(imp), head)] = head in reads.names
-
-        def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-            path.pop()
-
-    module.visit(V())
+    stack: List[tuple] = [(module, ())]
+    while stack:
+        n, path = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef)):
+            path = path + (n.name.value,)
+        if isinstance(n, cst.FunctionDef):
+            imports = _own_imports(n.body)
+            if imports:
+                names = _read_names(n.body)
+                for imp in imports:
+                    for name in _bound_by_import(imp):
+                        head = name.split(".")[0]
+                        out[(path, _code(imp), head)] = head in names
+        if isinstance(n, (cst.BaseExpression, cst.Import, cst.ImportFrom)):
+            continue  # no def below (a lambda is not one)
+        children: List[cst.CSTNode] = []
+        push_children(n, children)
+        stack.extend((c, path) for c in reversed(children))
     return out
+
+
+def _own_imports(body: cst.CSTNode) -> List[Union[cst.Import, cst.ImportFrom]]:
+    """The imports of a function's body, not those of the defs and classes nested in it, in order."""
+    out: List[Union[cst.Import, cst.ImportFrom]] = []
+    stack: List[cst.CSTNode] = [body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Import) or (isinstance(n, cst.ImportFrom) and not isinstance(n.names, cst.ImportStar)):
+            out.append(n)
+            continue
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression, cst.ImportFrom)):
+            continue
+        children: List[cst.CSTNode] = []
+        push_children(n, children)
+        stack.extend(reversed(children))
+    return out
+
+
+def _read_names(node: cst.CSTNode) -> Set[str]:
+    """``_ReadNames``'s names, by a direct walk: every Name, except under imports, an attribute's
+    name and a keyword argument's name."""
+    names: Set[str] = set()
+    stack: List[cst.CSTNode] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name):
+            names.add(n.value)
+        elif isinstance(n, (cst.Import, cst.ImportFrom)):
+            continue
+        elif isinstance(n, (cst.Attribute, cst.Arg)):
+            stack.append(n.value)
+        else:
+            push_children(n, stack)
+    return names
 
 
 def drop_orphaned_local_imports(before: cst.Module, after: cst.Module) -> cst.Module:
