@@ -8,7 +8,7 @@ import sys
 from typing import Dict, List, Optional, Sequence, Set, Union
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from flake8_forksafe.analysis import FuncInfo, dotted, is_docstring, push_children
 

@@ -187,9 +187,12 @@ BINDING_CASES = [
     "import a.b.c\nx = y = 1\n(a1, [b1, *c1]) = z\nq.attr = 1\nq[i] = 2\nn: int\nm: int = 3\nk += 1\n",
     "for i, (j, k) in pairs:\n    pass\nwith open(f) as fh, g() as (u, v):\n    pass\n",
     "try:\n    pass\nexcept E as err:\n    pass\nif (w := f()):\n    pass\n",
-    "def f(a, /, b=1, *args, c, **kw):\n    global G\n    G = 1\n    return lambda p, *q: [r for r in p for s in r if (t := s)]\n",
-    "class C(B, metaclass=M):\n    attr = 1\n    def m(self):\n        del self.x\n        f(key=1)\n        return {k: v for k, v in d}\n",
-    "match x:\n    case [a, *rest]:\n        pass\n    case {'k': v, **others}:\n        pass\n    case P(q=z) as whole:\n        pass\n",
+    "def f(a, /, b=1, *args, c, **kw):\n    global G\n    G = 1\n"
+    "    return lambda p, *q: [r for r in p for s in r if (t := s)]\n",
+    "class C(B, metaclass=M):\n    attr = 1\n    def m(self):\n        del self.x\n        f(key=1)\n"
+    "        return {k: v for k, v in d}\n",
+    "match x:\n    case [a, *rest]:\n        pass\n    case {'k': v, **others}:\n        pass\n"
+    "    case P(q=z) as whole:\n        pass\n",
 ]
 
 

@@ -33,12 +33,13 @@ from __future__ import annotations
 import ast
 from collections import OrderedDict
 from dataclasses import replace
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from flake8_forksafe import prefilter, slicing
 from flake8_forksafe.model import Finding
 
 MAX_DOCUMENTS = 32  # documents remembered (least recently used first out)
+PARSED_DOCUMENTS = 4  # of which the libcst trees of the last texts (SpliceParser) are kept
 _ODD_BREAKS = ("\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
 StmtKey = Tuple[str, int, int]
@@ -49,7 +50,9 @@ _SUMMARISED = (ast.ClassDef, ast.Import, ast.ImportFrom)
 class Memo:
     """What is remembered of one document between two lints."""
 
-    __slots__ = ("key", "facts", "analysed", "line_map", "findings", "context", "classes_changed", "text", "order", "deps")
+    __slots__ = (
+        "key", "facts", "analysed", "line_map", "findings", "context", "classes_changed", "text", "order", "deps", "parser",
+    )
 
     def __init__(self, key: Any) -> None:
         self.key = key  # (path, config): anything else starts a new memo
@@ -62,10 +65,11 @@ class Memo:
         self.findings: List[Finding] = []
         self.context: Any = None  # (interactive, file noqa) of that analysis
         self.deps: Optional[str] = None  # the index's digest of the modules its classes build on
+        self.parser = SpliceParser()  # libcst parses of its last texts, re-used statement by statement
 
 
 _MEMOS: "OrderedDict[str, Memo]" = OrderedDict()
-STATS: Dict[str, int] = {"gate": 0, "reused": 0, "analysed": 0, "facts_reused": 0, "facts_walked": 0, "one_statement": 0}
+STATS: Dict[str, int] = {"gate": 0, "reused": 0, "analysed": 0, "facts_reused": 0, "facts_walked": 0, "one_statement": 0, "spliced": 0}
 
 
 def forget(uri: str) -> None:
@@ -80,6 +84,8 @@ def _memo(uri: str, key: Any) -> Memo:
     _MEMOS.move_to_end(uri)
     while len(_MEMOS) > MAX_DOCUMENTS:
         _MEMOS.popitem(last=False)
+    for other in list(_MEMOS.values())[:-PARSED_DOCUMENTS]:
+        other.parser.recent, other.parser.positions = [], {}  # big: only the documents edited last keep them
     return memo
 
 
@@ -303,12 +309,21 @@ def check(
     memo.analysed = None
     if index is not None and refresh is not None and not refreshed:
         refresh()
-    found = check_source(text, path, cfg, index=index, slice_above=0, verdict=verdict)
+    found = check_source(text, path, cfg, index=index, slice_above=0, verdict=verdict, parser=memo.parser)
     if plan is not None:
         memo.analysed, memo.line_map, memo.findings, memo.context = plan[0], plan[1], found, _context(text)
         memo.deps = _deps(index, path)
     STATS["analysed"] += 1
     return found, "analysed"
+
+
+def parser_for(uri: str, path: str, cfg: Any) -> Optional["SpliceParser"]:
+    """A parser that starts from the document's last parsed texts (for a fix's rounds: the
+    document's own parser keeps its texts), or None when nothing is remembered of it."""
+    memo = _MEMOS.get(uri)
+    if memo is None or memo.key != (path, cfg) or not memo.parser.recent:
+        return None
+    return memo.parser.fork()
 
 
 def statement_span(uri: str, text: str, line: int) -> Optional[Tuple[int, int]]:
@@ -330,3 +345,149 @@ def stats() -> Dict[str, int]:
     return dict(STATS)
 
 
+
+
+class _Parsed:
+    """One text libcst parsed, with the code of each top-level statement (once known)."""
+
+    __slots__ = ("text", "module", "codes", "starts")
+
+    def __init__(self, text: str, module: Any, codes: Optional[List[str]] = None) -> None:
+        self.text, self.module = text, module
+        self.codes: Optional[List[str]] = codes
+        self.starts: Optional[List[int]] = None  # 0-based line where each statement's code starts, then the end
+
+    def spans(self) -> List[int]:
+        if self.starts is None:
+            if self.codes is None:
+                self.codes = [self.module.code_for_node(s) for s in self.module.body]
+            starts = [len(self.module.header)]
+            for code in self.codes:
+                starts.append(starts[-1] + len(prefilter.split_lines(code)))
+            self.starts = starts
+        return self.starts
+
+
+class SpliceParser:
+    """libcst parses of one document's texts (its whole text and its reduced text), re-using the
+    top-level statements an edit did not touch: when a new text differs from a text parsed before
+    only inside one top-level statement (not the first, not the last), only that statement's lines
+    are parsed, and the new statement replaces the old one in the module. The result is the module
+    ``libcst.parse_module`` gives for the whole text (``tests/integrations/test_lsp_incremental.py``
+    compares them, ``deep_equals``, on random edits): the statement's lines parse alone as exactly
+    one statement with nothing after it, with the module's indentation and line ending; the
+    module's indentation was decided before it (an indented block above it) and its line ending
+    too (not the first statement); and the leading lines of the statement and of the next one are
+    blank lines and comments at the left edge (an indented one could belong to a block ending the
+    statement before it). Anything else is a whole parse (``source.parse``: its errors too)."""
+
+    KEEP = 2  # texts remembered: the whole text and the reduced one (a fix: the last two rounds)
+
+    def __init__(self) -> None:
+        self.recent: List[_Parsed] = []
+        # engine.report_positions' positions of statements of these modules, by the statement object
+        self.positions: Dict[Any, Any] = {}
+
+    def __call__(self, text: str, path: str) -> Any:
+        from flake8_forksafe.source import parse
+
+        got = None
+        for old in self.recent:
+            if old.text == text:
+                got = old
+                break
+        if got is None:
+            for old in self.recent:
+                got = self._splice(old, text)
+                if got is not None:
+                    STATS["spliced"] += 1
+                    break
+        if got is None:
+            got = _Parsed(text, parse(text, path))
+        self.recent = [got] + [p for p in self.recent if p is not got][: self.KEEP - 1]
+        live = {id(st) for p in self.recent for st in p.module.body}
+        self.positions = {k: v for k, v in self.positions.items() if k[0] in live}
+        return got.module
+
+    def fork(self) -> "SpliceParser":
+        """A parser that knows this one's texts, and remembers its own."""
+        other = SpliceParser()
+        other.recent = list(self.recent)
+        other.positions = dict(self.positions)
+        return other
+
+    def codes(self, module: Any) -> Optional[List[str]]:
+        """The statement codes of a module this parser returned, when known without generating them."""
+        for p in self.recent:
+            if p.module is module:
+                return p.codes
+        return None
+
+    def learn_codes(self, module: Any, codes: List[str]) -> None:
+        for p in self.recent:
+            if p.module is module and p.codes is None:
+                p.codes = codes
+
+    def _splice(self, old: _Parsed, text: str) -> Optional[_Parsed]:
+        import libcst as cst
+
+        from flake8_forksafe.guard import too_deep
+        from flake8_forksafe.source import MAX_NESTING, nesting_depth
+
+        body = old.module.body
+        if len(body) < 3:
+            return None
+        old_lines = prefilter.split_lines(old.text)
+        new_lines = prefilter.split_lines(text)
+        if "".join(new_lines) != text or "".join(old_lines) != old.text:
+            return None  # characters no line holds (none: a safety net)
+        n = min(len(old_lines), len(new_lines))
+        p = 0
+        while p < n and old_lines[p] == new_lines[p]:
+            p += 1
+        q = 0
+        while q < n - p and old_lines[-1 - q] == new_lines[-1 - q]:
+            q += 1
+        first, last = p, len(old_lines) - q
+        starts = old.spans()
+        i = next((k for k in range(1, len(body) - 1) if starts[k] <= first and last <= starts[k + 1]), None)
+        if i is None:
+            return None
+        if not any(isinstance(getattr(s, "body", None), cst.IndentedBlock) for s in body[:i]):
+            return None  # the module's indentation may be decided in this statement
+        if not _flush_left(body[i + 1].leading_lines):
+            return None  # an indented comment: a block ending the statement would take it
+        delta = len(new_lines) - len(old_lines)
+        seg = "".join(new_lines[starts[i] : starts[i + 1] + delta])
+        if not seg.endswith(("\n", "\r")) or nesting_depth(text) > MAX_NESTING or too_deep(text):
+            return None
+        try:
+            m = cst.parse_module(seg)
+        except Exception:  # noqa: BLE001 - the whole parse decides (and says why)
+            return None
+        if (
+            len(m.body) != 1
+            or m.footer
+            or not m.has_trailing_newline
+            or m.default_newline != old.module.default_newline
+            or m.default_indent != old.module.default_indent
+            or m.encoding != old.module.encoding
+        ):
+            return None
+        node = m.body[0]
+        if m.header:
+            node = node.with_changes(leading_lines=(*m.header, *node.leading_lines))
+        if not _flush_left(node.leading_lines):
+            return None  # an indented comment: a block ending the statement above would take it
+        module = old.module.with_changes(body=(*body[:i], node, *body[i + 1 :]))
+        codes = None
+        if old.codes is not None:
+            codes = [*old.codes[:i], seg, *old.codes[i + 1 :]]
+        got = _Parsed(text, module, codes)
+        got.starts = [*starts[: i + 1], *(s + delta for s in starts[i + 1 :])]
+        return got
+
+
+def _flush_left(lines: Sequence[Any]) -> bool:
+    """Blank lines and comments at the left edge only (no line a block above could own)."""
+    return all(e.indent and not e.whitespace.value for e in lines)

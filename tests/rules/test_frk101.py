@@ -800,17 +800,22 @@ def test_split_rewrites_only_the_statements_of_its_functions():
     """``apply_split`` rewrites the top-level statements that hold the planned functions only: the
     same code as the whole module visited, the other statements the same objects (also for a
     dataset class defined inside a top-level ``if``)."""
-    from pathlib import Path
 
     import libcst as cst
 
     from flake8_forksafe.analysis import Analysis
-    from flake8_forksafe.config import Config
     from flake8_forksafe.checks import BY_CODE
-    from flake8_forksafe.families.handles.chains import SplitPlan, _Split, _top_of, apply_split
+    from flake8_forksafe.config import Config
+    from flake8_forksafe.families.handles.chains import (
+        SplitPlan,
+        _Split,
+        _top_of,
+        apply_split,
+    )
 
     root = Path(__file__).resolve().parents[2]
-    sources = [p.read_text(encoding="utf-8") for p in sorted((root / "fixtures" / "FRK101").glob("pos_*.py")) if ".fixed" not in p.name]
+    fixtures = sorted((root / "fixtures" / "FRK101").glob("pos_*.py"))
+    sources = [p.read_text(encoding="utf-8") for p in fixtures if ".fixed" not in p.name]
     nested = (
         "import h5py\nfrom torch.utils.data import Dataset\n\nx = 1\n\nif True:\n"
         "    class D(Dataset):\n        def __init__(self, p):\n            self.data = h5py.File(p, 'r')['data']\n\n"
