@@ -69,7 +69,9 @@ class Memo:
 
 
 _MEMOS: "OrderedDict[str, Memo]" = OrderedDict()
-STATS: Dict[str, int] = {"gate": 0, "reused": 0, "analysed": 0, "facts_reused": 0, "facts_walked": 0, "one_statement": 0, "spliced": 0}
+STATS: Dict[str, int] = {
+    "gate": 0, "reused": 0, "analysed": 0, "facts_reused": 0, "facts_walked": 0, "one_statement": 0, "spliced": 0,
+}
 
 
 def forget(uri: str) -> None:
