@@ -11,7 +11,8 @@ What it does
 * The lints run in a child process (``isolation.IsolatedLinter``) that remembers each open
   document (``lsp_incremental``): an edit re-parses only the top-level statement it is in for the
   pre-filter's facts, and when it touched only statements no finding can involve, the previous
-  findings are reused (moved by the lines added) without libcst. A document skipped for a reason
+  findings are reused (moved by the lines added) without libcst; else libcst too parses only the
+  statement the edit is in (``lsp_incremental.SpliceParser``), the others kept from the last parse. A document skipped for a reason
   other than a syntax error (nested too deep, too big, undecodable) gets that one line in the log,
   once; a crash of the child costs that check only.
 * The configuration is ``[tool.flake8-forksafe]`` of the nearest ``pyproject.toml`` above the
