@@ -168,46 +168,82 @@ def _all_bindings(module: cst.Module) -> Dict[str, List[cst.CSTNode]]:
     def add(name: str, node: cst.CSTNode) -> None:
         out.setdefault(name, []).append(node)
 
+    kinds = _BIND_KINDS
+
     def store(target: cst.CSTNode) -> None:  # the names a target expression stores
         todo = [target]
         while todo:
             t = todo.pop()
-            if isinstance(t, cst.Name):
-                add(t.value, t)
-            elif not isinstance(t, (cst.Attribute, cst.Subscript)):  # their value and slice are read
+            k = kinds.get(type(t))
+            if k is None:
+                k = _bind_kind(type(t))
+            if k == _NAME:
+                add(t.value, t)  # type: ignore[attr-defined]
+            elif k != _READ_VALUE:  # an attribute's or subscript's value and slice are read
                 push_children(t, todo)
 
     stack: List[cst.CSTNode] = [module]
     while stack:
         n = stack.pop()
-        if isinstance(n, (cst.Import, cst.ImportFrom)):
-            if not isinstance(n.names, cst.ImportStar):
-                for alias in n.names:
+        k = kinds.get(type(n))
+        if k is None:
+            k = _bind_kind(type(n))
+        if k == _OTHER or k == _NAME:
+            push_children(n, stack)
+        elif k == _IMPORT:
+            if not isinstance(n.names, cst.ImportStar):  # type: ignore[attr-defined]
+                for alias in n.names:  # type: ignore[attr-defined]
                     named = alias.asname.name if alias.asname is not None else alias.name
                     for dotted_name in _dotted_prefixes(named):
                         add(dotted_name, n)
-            continue  # nothing under an import is visited
-        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Param, cst.TypeAlias, cst.TypeVar, cst.TypeVarTuple, cst.ParamSpec)):
-            add(n.name.value, n)
-        elif isinstance(n, cst.Assign):
-            for t in n.targets:
+            # nothing under an import is visited
+        elif k == _NAMED:
+            add(n.name.value, n)  # type: ignore[attr-defined]
+            push_children(n, stack)
+        elif k == _ASSIGN:
+            for t in n.targets:  # type: ignore[attr-defined]
                 store(t.target)
-        elif isinstance(n, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.CompFor, cst.For)):
-            store(n.target)
-        elif isinstance(n, cst.AsName):
-            store(n.name)
-        elif isinstance(n, cst.Attribute):
-            stack.append(n.value)  # the attribute's name is neither bound nor read
-            continue
-        elif isinstance(n, cst.Arg):
-            stack.append(n.value)  # a keyword's name is neither bound nor read
-            continue
-        push_children(n, stack)
+            push_children(n, stack)
+        elif k == _TARGET:
+            store(n.target)  # type: ignore[attr-defined]
+            push_children(n, stack)
+        elif k == _AS:
+            store(n.name)  # type: ignore[attr-defined]
+            push_children(n, stack)
+        elif k == _READ_VALUE and isinstance(n, cst.Subscript):
+            push_children(n, stack)
+        else:  # an attribute's name, a keyword argument's name: neither bound nor read
+            stack.append(n.value)  # type: ignore[attr-defined]
     _BINDINGS[0] = (module, out)
     return out
 
 
 _BINDINGS: List[Optional[tuple]] = [None]  # (module, its bindings): the last module asked
+
+# what _all_bindings does with a node, by its type (isinstance on libcst's classes is slow)
+_OTHER, _NAME, _IMPORT, _NAMED, _ASSIGN, _TARGET, _AS, _READ_VALUE = range(8)
+_BIND_KINDS: Dict[type, int] = {}
+
+
+def _bind_kind(t: type) -> int:
+    if issubclass(t, cst.Name):
+        k = _NAME
+    elif issubclass(t, (cst.Import, cst.ImportFrom)):
+        k = _IMPORT
+    elif issubclass(t, (cst.FunctionDef, cst.ClassDef, cst.Param, cst.TypeAlias, cst.TypeVar, cst.TypeVarTuple, cst.ParamSpec)):
+        k = _NAMED
+    elif issubclass(t, cst.Assign):
+        k = _ASSIGN
+    elif issubclass(t, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.CompFor, cst.For)):
+        k = _TARGET
+    elif issubclass(t, cst.AsName):
+        k = _AS
+    elif issubclass(t, (cst.Attribute, cst.Subscript, cst.Arg)):
+        k = _READ_VALUE
+    else:
+        k = _OTHER
+    _BIND_KINDS[t] = k
+    return k
 
 
 def _dotted_prefixes(node: cst.CSTNode) -> List[str]:
@@ -516,22 +552,52 @@ def _local_imports(module: cst.Module) -> Dict[tuple, bool]:
     stack: List[tuple] = [(module, ())]
     while stack:
         n, path = stack.pop()
-        if isinstance(n, (cst.FunctionDef, cst.ClassDef)):
-            path = path + (n.name.value,)
-        if isinstance(n, cst.FunctionDef):
-            imports = _own_imports(n.body)
+        k = _walk_kind(type(n))
+        if k == _W_DEF or k == _W_CLASS:
+            path = path + (n.name.value,)  # type: ignore[attr-defined]
+        if k == _W_DEF:
+            imports = _own_imports(n.body)  # type: ignore[attr-defined]
             if imports:
-                names = _read_names(n.body)
+                names = _read_names(n.body)  # type: ignore[attr-defined]
                 for imp in imports:
                     for name in _bound_by_import(imp):
                         head = name.split(".")[0]
                         out[(path, _code(imp), head)] = head in names
-        if isinstance(n, (cst.BaseExpression, cst.Import, cst.ImportFrom)):
+        if k == _W_EXPR or k == _W_ATTRIBUTE or k == _W_IMPORT:
             continue  # no def below (a lambda is not one)
         children: List[cst.CSTNode] = []
         push_children(n, children)
         stack.extend((c, path) for c in reversed(children))
     return out
+
+
+# what the walks of _local_imports do with a node, by its type (isinstance on libcst's abstract
+# classes is slow)
+_W_OTHER, _W_DEF, _W_CLASS, _W_EXPR, _W_IMPORT, _W_NAME, _W_ARG, _W_ATTRIBUTE = range(8)
+_WALK_KINDS: Dict[type, int] = {}
+
+
+def _walk_kind(t: type) -> int:
+    k = _WALK_KINDS.get(t)
+    if k is None:
+        if issubclass(t, cst.FunctionDef):
+            k = _W_DEF
+        elif issubclass(t, cst.ClassDef):
+            k = _W_CLASS
+        elif issubclass(t, cst.Name):
+            k = _W_NAME
+        elif issubclass(t, cst.Arg):
+            k = _W_ARG
+        elif issubclass(t, cst.Attribute):
+            k = _W_ATTRIBUTE
+        elif issubclass(t, cst.BaseExpression):
+            k = _W_EXPR
+        elif issubclass(t, (cst.Import, cst.ImportFrom)):
+            k = _W_IMPORT
+        else:
+            k = _W_OTHER
+        _WALK_KINDS[t] = k
+    return k
 
 
 def _own_imports(body: cst.CSTNode) -> List[Union[cst.Import, cst.ImportFrom]]:
@@ -540,10 +606,12 @@ def _own_imports(body: cst.CSTNode) -> List[Union[cst.Import, cst.ImportFrom]]:
     stack: List[cst.CSTNode] = [body]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.Import) or (isinstance(n, cst.ImportFrom) and not isinstance(n.names, cst.ImportStar)):
-            out.append(n)
+        k = _walk_kind(type(n))
+        if k == _W_IMPORT:
+            if isinstance(n, cst.Import) or not isinstance(n.names, cst.ImportStar):  # type: ignore[attr-defined]
+                out.append(n)  # type: ignore[arg-type]
             continue
-        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression, cst.ImportFrom)):
+        if k != _W_OTHER:  # a nested def or class, an expression (no import in it), an argument
             continue
         children: List[cst.CSTNode] = []
         push_children(n, children)
@@ -558,12 +626,13 @@ def _read_names(node: cst.CSTNode) -> Set[str]:
     stack: List[cst.CSTNode] = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.Name):
-            names.add(n.value)
-        elif isinstance(n, (cst.Import, cst.ImportFrom)):
+        k = _walk_kind(type(n))
+        if k == _W_NAME:
+            names.add(n.value)  # type: ignore[attr-defined]
+        elif k == _W_IMPORT:
             continue
-        elif isinstance(n, (cst.Attribute, cst.Arg)):
-            stack.append(n.value)
+        elif k == _W_ARG or k == _W_ATTRIBUTE:
+            stack.append(n.value)  # type: ignore[attr-defined]
         else:
             push_children(n, stack)
     return names
