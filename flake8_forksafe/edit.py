@@ -796,3 +796,33 @@ def wrap_long_lines(module: cst.Module, lines: Set[int], width: int) -> str:
         new = [head[: open_at + 1]] + middle + [indent + ")" + line[pos.end.column:]]
         src[n - 1] = newline.join(new) + (ending or "")
     return "".join(src)
+
+
+def visit_statements(module: cst.Module, transformer: cst.CSTTransformer, touched: Set[int]) -> cst.Module:
+    """``module.visit(transformer)`` for a transformer that changes only the statement-level nodes
+    whose ids are in ``touched`` (statements, defs, classes: never a node inside an expression),
+    keeps no state from one top-level statement to the next and has no module-level hook: only
+    the top-level statements that hold one of them are visited; the others stay the same objects
+    (the same code as a visit of the whole module, for a fraction of the cost)."""
+    body = list(module.body)
+    for i, st in enumerate(body):
+        if _holds(st, touched):
+            new = st.visit(transformer)
+            if not isinstance(new, cst.BaseStatement):  # removed or split at the top level
+                return module.visit(transformer)
+            body[i] = new
+    return module.with_changes(body=tuple(body))
+
+
+def _holds(stmt: cst.CSTNode, ids: Set[int]) -> bool:
+    """Whether ``stmt`` or a statement-level node under it (not inside an expression) is in ``ids``."""
+    stack = [stmt]
+    while stack:
+        n = stack.pop()
+        if id(n) in ids:
+            return True
+        k = _walk_kind(type(n))
+        if k == _W_EXPR or k == _W_ATTRIBUTE or k == _W_NAME or k == _W_ARG or k == _W_IMPORT:
+            continue
+        push_children(n, stack)
+    return False

@@ -836,3 +836,20 @@ def test_split_rewrites_only_the_statements_of_its_functions():
         tops = {_top_of(a.module, p.fn) for p in plans}
         assert None not in tops and len(kept) == len(a.module.body) - len(tops)
     assert splits >= 3
+
+
+def test_lazy_rewrite_of_the_touched_statements_is_that_of_the_whole_module(monkeypatch):
+    """``apply_lazy`` visits only the top-level statements holding a node it rewrites
+    (``edit.visit_statements``): every fixture's and corpus file's fix (unsafe fixes included) is
+    the one a visit of the whole module gives."""
+    import flake8_forksafe.families.handles.lazy as lazy
+
+    root = Path(__file__).resolve().parents[2]
+    files = sorted((root / "fixtures").glob("FRK*/*.py")) + sorted((root / "tests" / "corpus").glob("*.py"))
+    sources = [p.read_text(encoding="utf-8") for p in files if ".fixed" not in p.name]
+    cfg = Config(select=("FRK",))
+    partial = [fix_source(s, "x.py", cfg, unsafe=True).source for s in sources]
+    monkeypatch.setattr(lazy, "visit_statements", lambda module, rewrite, touched: module.visit(rewrite))
+    whole = [fix_source(s, "x.py", cfg, unsafe=True).source for s in sources]
+    assert partial == whole
+    assert sum(p != s for p, s in zip(partial, sources)) > 50  # fixes happened
