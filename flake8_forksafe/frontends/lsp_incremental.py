@@ -375,10 +375,11 @@ class _Parsed:
 class SpliceParser:
     """libcst parses of one document's texts (its whole text and its reduced text), re-using the
     top-level statements an edit did not touch: when a new text differs from a text parsed before
-    only inside one top-level statement (not the first, not the last), only that statement's lines
-    are parsed, and the new statement replaces the old one in the module. The result is the module
+    only inside top-level statements (not the first, not the last; the changed lines by difflib
+    when they are not one run), only those statements' lines are parsed, and the new statements
+    replace the old ones in the module. The result is the module
     ``libcst.parse_module`` gives for the whole text (``tests/integrations/test_lsp_incremental.py``
-    compares them, ``deep_equals``, on random edits): the statement's lines parse alone as exactly
+    compares them, ``deep_equals``, on random edits): each statement's lines parse alone as exactly
     one statement with nothing after it, with the module's indentation and line ending; the
     module's indentation was decided before it (an indented block above it) and its line ending
     too (not the first statement); and the leading lines of the statement and of the next one are
@@ -439,57 +440,100 @@ class SpliceParser:
         from flake8_forksafe.source import MAX_NESTING, nesting_depth
 
         body = old.module.body
-        if len(body) < 3:
+        n = len(body)
+        if n < 3:
             return None
         old_lines = prefilter.split_lines(old.text)
         new_lines = prefilter.split_lines(text)
         if "".join(new_lines) != text or "".join(old_lines) != old.text:
             return None  # characters no line holds (none: a safety net)
-        n = min(len(old_lines), len(new_lines))
-        p = 0
-        while p < n and old_lines[p] == new_lines[p]:
-            p += 1
-        q = 0
-        while q < n - p and old_lines[-1 - q] == new_lines[-1 - q]:
-            q += 1
-        first, last = p, len(old_lines) - q
         starts = old.spans()
-        i = next((k for k in range(1, len(body) - 1) if starts[k] <= first and last <= starts[k + 1]), None)
-        if i is None:
+        hunks = _hunks(old_lines, new_lines)
+        if hunks is None:
             return None
-        if not any(isinstance(getattr(s, "body", None), cst.IndentedBlock) for s in body[:i]):
-            return None  # the module's indentation may be decided in this statement
-        if not _flush_left(body[i + 1].leading_lines):
-            return None  # an indented comment: a block ending the statement would take it
-        delta = len(new_lines) - len(old_lines)
-        seg = "".join(new_lines[starts[i] : starts[i + 1] + delta])
-        if not seg.endswith(("\n", "\r")) or nesting_depth(text) > MAX_NESTING or too_deep(text):
+        delta_of: Dict[int, int] = {}  # edited statement -> lines it gained
+        for i1, i2, j1, j2 in hunks:
+            k = next((k for k in range(1, n - 1) if starts[k] <= i1 and i2 <= starts[k + 1]), None)
+            if k is None:
+                return None  # the first or last statement, the header or footer, or across statements
+            delta_of[k] = delta_of.get(k, 0) + (j2 - j1) - (i2 - i1)
+        first = min(delta_of)
+        if not any(isinstance(getattr(st, "body", None), cst.IndentedBlock) for st in body[:first]):
+            return None  # the module's indentation may be decided in an edited statement
+        if nesting_depth(text) > MAX_NESTING or too_deep(text):
             return None
-        try:
-            m = cst.parse_module(seg)
-        except Exception:  # noqa: BLE001 - the whole parse decides (and says why)
-            return None
-        if (
-            len(m.body) != 1
-            or m.footer
-            or not m.has_trailing_newline
-            or m.default_newline != old.module.default_newline
-            or m.default_indent != old.module.default_indent
-            or m.encoding != old.module.encoding
-        ):
-            return None
-        node = m.body[0]
-        if m.header:
-            node = node.with_changes(leading_lines=(*m.header, *node.leading_lines))
-        if not _flush_left(node.leading_lines):
-            return None  # an indented comment: a block ending the statement above would take it
-        module = old.module.with_changes(body=(*body[:i], node, *body[i + 1 :]))
-        codes = None
-        if old.codes is not None:
-            codes = [*old.codes[:i], seg, *old.codes[i + 1 :]]
-        got = _Parsed(text, module, codes)
-        got.starts = [*starts[: i + 1], *(s + delta for s in starts[i + 1 :])]
+        new_body = list(body)
+        codes = list(old.codes) if old.codes is not None else None
+        new_starts = list(starts)
+        shift = 0
+        for k in range(n):
+            new_starts[k] = starts[k] + shift
+            if k not in delta_of:
+                continue
+            if k + 1 not in delta_of and not _flush_left(body[k + 1].leading_lines):
+                return None  # an indented comment: a block ending the statement would take it
+            seg = "".join(new_lines[starts[k] + shift : starts[k + 1] + shift + delta_of[k]])
+            node = _one_statement(seg, old.module)
+            if node is None:
+                return None
+            new_body[k] = node
+            if codes is not None:
+                codes[k] = seg
+            shift += delta_of[k]
+        new_starts[n] = starts[n] + shift
+        got = _Parsed(text, old.module.with_changes(body=tuple(new_body)), codes)
+        got.starts = new_starts
         return got
+
+
+def _hunks(old: List[str], new: List[str]) -> Optional[List[Tuple[int, int, int, int]]]:
+    """The replaced line ranges (old i1:i2 by new j1:j2): one from the common prefix and suffix
+    when that is all, else difflib's (None: no change)."""
+    n = min(len(old), len(new))
+    p = 0
+    while p < n and old[p] == new[p]:
+        p += 1
+    q = 0
+    while q < n - p and old[-1 - q] == new[-1 - q]:
+        q += 1
+    if p == len(old) == len(new):
+        return None
+    first, last = p, len(old) - q
+    import difflib
+
+    whole = (first, last, first, len(new) - q)
+    if last - first <= 2 and len(new) - q - first <= 2:
+        return [whole]  # a line or two: one hunk
+    sm = difflib.SequenceMatcher(None, old[first:last], new[first : len(new) - q], autojunk=False)
+    return [(first + i1, first + i2, first + j1, first + j2) for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal"]
+
+
+def _one_statement(seg: str, module: Any) -> Any:
+    """The one top-level statement ``seg`` holds, parsed alone as it would be in ``module`` (its
+    indentation and line ending, nothing after it, leading lines at the left edge); else None."""
+    import libcst as cst
+
+    if not seg.endswith(("\n", "\r")):
+        return None
+    try:
+        m = cst.parse_module(seg)
+    except Exception:  # noqa: BLE001 - the whole parse decides (and says why)
+        return None
+    if (
+        len(m.body) != 1
+        or m.footer
+        or not m.has_trailing_newline
+        or m.default_newline != module.default_newline
+        or m.default_indent != module.default_indent
+        or m.encoding != module.encoding
+    ):
+        return None
+    node = m.body[0]
+    if m.header:
+        node = node.with_changes(leading_lines=(*m.header, *node.leading_lines))
+    if not _flush_left(node.leading_lines):
+        return None  # an indented comment: a block ending the statement above would take it
+    return node
 
 
 def _flush_left(lines: Sequence[Any]) -> bool:

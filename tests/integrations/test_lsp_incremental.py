@@ -412,9 +412,9 @@ def _inner_edit(text: str, rng: random.Random) -> str:
 
 
 def test_splice_parser_gives_the_module_of_a_whole_parse():
-    """``SpliceParser`` re-parses only the top-level statement an edit is in: on random edits of
-    every fixture and corpus document, its module is the whole parse's (``deep_equals``, the
-    same code) and the statement codes it carries are the module's."""
+    """``SpliceParser`` re-parses only the top-level statements an edit is in: on random edits of
+    every fixture and corpus document (one or two at a time), its module is the whole parse's
+    (``deep_equals``, the same code) and the statement codes it carries are the module's."""
     import libcst as cst
 
     spliced = 0
@@ -425,14 +425,17 @@ def test_splice_parser_gives_the_module_of_a_whole_parse():
         if not _parses(good):
             continue
         parser(good, "x.py")
-        for _ in range(8):
+        for step in range(10):
             new = _inner_edit(good, rng)
             if not _parses(new):
+                continue
+            if step % 3 == 1:  # not parsed: the next version differs from the last parsed in two places
+                good = new
                 continue
             before = lsp_incremental.STATS["spliced"]
             got = parser(new, "x.py")
             want = cst.parse_module(new)
-            assert got.code == new, name
+            assert got.code == want.code, name  # not always `new`: libcst 1.9 drops some indented comments at the end
             assert got.deep_equals(want), (name, new)
             codes = parser.codes(got)
             if codes is not None:
@@ -454,8 +457,10 @@ def test_splice_parser_declines_what_a_statement_alone_cannot_decide():
         base.replace("import os\n", "import os, sys\n"),  # the first statement: whole
         base.replace("x = 1\n", "x = 2\n"),  # the last: whole
         base.replace("    return 1\n", "    y = 0\n    return 1\n"),  # the first indented block: whole
+        base.replace("    return 2\n", "    return 22\n").replace("x = 1\n", "y = 0\n\n\nx = 1\n"),  # g, and a new one
+        base.replace("    return 2\n", "    return 22\n").replace("import os\n", "import sys\n"),  # g and the first
     ]
-    want_spliced = [1, 0, 0, 0, 0]
+    want_spliced = [1, 0, 0, 0, 0, 0, 0]
     for text, want in zip(cases, want_spliced):
         parser = lsp_incremental.SpliceParser()
         parser(base, "x.py")
@@ -472,3 +477,19 @@ def test_splice_parser_declines_what_a_statement_alone_cannot_decide():
     got = parser(edited, "x.py")
     assert lsp_incremental.STATS["spliced"] == before
     assert got.deep_equals(cst.parse_module(edited))
+
+
+def test_splice_parser_parses_each_edited_statement():
+    """Two statements edited (a version the parser did not see between): both are parsed alone,
+    the others are the same objects."""
+    import libcst as cst
+
+    base = "import os\n\n\ndef f():\n    return 1\n\n\ndef g():\n    return 2\n\n\ndef h():\n    return 3\n\n\nx = 1\n"
+    edited = base.replace("    return 2\n", "    y = 2\n    return y\n").replace("    return 3\n", "    return 33\n")
+    parser = lsp_incremental.SpliceParser()
+    old = parser(base, "x.py")
+    before = lsp_incremental.STATS["spliced"]
+    got = parser(edited, "x.py")
+    assert lsp_incremental.STATS["spliced"] == before + 1
+    assert got.deep_equals(cst.parse_module(edited)) and got.code == edited
+    assert [a is b for a, b in zip(old.body, got.body)] == [True, True, False, False, True]
