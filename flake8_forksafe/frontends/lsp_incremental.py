@@ -20,10 +20,12 @@ What is kept per document, and when it is used:
 Anything else (an edit inside a dataset class, in module-level code, in an import...) is a full
 ``engine.check_source`` of the reduced text, whose libcst parses (the reduced text, and the whole
 text when FRK401 plans on it) re-use the top-level statements the edit did not touch
-(``SpliceParser``: only the edited statement is parsed; their positions are kept too). Reuse also needs the same configuration, path,
-``# flake8: noqa`` state and jupytext state, a document that is not tied to another module of the
-project through a base class (``engine.project_anchor``: then the document is analysed whole, as
-``check_source`` does), and no character ``str.splitlines`` counts as a line break where Python does
+(``SpliceParser``: only the edited statements are parsed; their positions are kept too).
+
+Reuse also needs the same configuration, path, ``# flake8: noqa`` state and jupytext state, a
+document that is not tied to another module of the project through a base class
+(``engine.project_anchor``: then the document is analysed whole, as ``check_source`` does), and
+no character ``str.splitlines`` counts as a line break where Python does
 not (the engine's ``# noqa`` lookup counts lines that way). ``full=True`` (open, save) never reuses.
 
 ``tests/integrations/test_lsp_incremental.py`` edits documents at random and compares every
