@@ -403,9 +403,11 @@ class SpliceParser:
             if old.text == text:
                 got = old
                 break
-        if got is None:
+        for by_diff in (False, True):  # one run of changed lines first (cheap), then difflib's runs
+            if got is not None:
+                break
             for old in self.recent:
-                got = self._splice(old, text)
+                got = self._splice(old, text, by_diff)
                 if got is not None:
                     STATS["spliced"] += 1
                     break
@@ -435,7 +437,7 @@ class SpliceParser:
             if p.module is module and p.codes is None:
                 p.codes = codes
 
-    def _splice(self, old: _Parsed, text: str) -> Optional[_Parsed]:
+    def _splice(self, old: _Parsed, text: str, by_diff: bool) -> Optional[_Parsed]:
         import libcst as cst
 
         from flake8_forksafe.guard import too_deep
@@ -450,7 +452,7 @@ class SpliceParser:
         if "".join(new_lines) != text or "".join(old_lines) != old.text:
             return None  # characters no line holds (none: a safety net)
         starts = old.spans()
-        hunks = _hunks(old_lines, new_lines)
+        hunks = _hunks(old_lines, new_lines, by_diff)
         if hunks is None:
             return None
         delta_of: Dict[int, int] = {}  # edited statement -> lines it gained
@@ -488,9 +490,9 @@ class SpliceParser:
         return got
 
 
-def _hunks(old: List[str], new: List[str]) -> Optional[List[Tuple[int, int, int, int]]]:
-    """The replaced line ranges (old i1:i2 by new j1:j2): one from the common prefix and suffix
-    when that is all, else difflib's (None: no change)."""
+def _hunks(old: List[str], new: List[str], by_diff: bool) -> Optional[List[Tuple[int, int, int, int]]]:
+    """The replaced line ranges (old i1:i2 by new j1:j2): the one between the common prefix and
+    suffix, or (``by_diff``) difflib's runs in it (None: no change, or nothing difflib would add)."""
     n = min(len(old), len(new))
     p = 0
     while p < n and old[p] == new[p]:
@@ -504,8 +506,11 @@ def _hunks(old: List[str], new: List[str]) -> Optional[List[Tuple[int, int, int,
     import difflib
 
     whole = (first, last, first, len(new) - q)
-    if last - first <= 2 and len(new) - q - first <= 2:
-        return [whole]  # a line or two: one hunk
+    small = last - first <= 2 and len(new) - q - first <= 2
+    if not by_diff:
+        return [whole]
+    if small:
+        return None  # a line or two: one run, tried already
     sm = difflib.SequenceMatcher(None, old[first:last], new[first : len(new) - q], autojunk=False)
     return [(first + i1, first + i2, first + j1, first + j2) for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal"]
 
