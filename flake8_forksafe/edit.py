@@ -8,9 +8,9 @@ import sys
 from typing import Dict, List, Optional, Sequence, Set, Union
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
+from libcst.metadata import MetadataWrapper, PositionProvider
 
-from flake8_forksafe.analysis import FuncInfo, dotted, is_docstring
+from flake8_forksafe.analysis import FuncInfo, dotted, is_docstring, push_children
 
 
 def module_level_names(module: cst.Module) -> Set[str]:
@@ -153,20 +153,106 @@ def _import_line(s: cst.CSTNode) -> Optional[Union[cst.Import, cst.ImportFrom]]:
 
 
 def _all_bindings(module: cst.Module) -> Dict[str, List[cst.CSTNode]]:
-    """Every binding of every name, in every scope: name -> the nodes that bind it."""
+    """Every binding of every name, in every scope: name -> the nodes that bind it (an import's
+    bindings: the Import/ImportFrom node). The names libcst's ScopeProvider records as assignments
+    (imports, defs, classes, parameters, type parameters, and the names its ExpressionContextProvider
+    says are stored: targets of assignments, ``for``, comprehensions, ``:=``, ``as``), found by one
+    direct walk of the tree instead of the scope analysis (which costs about 20x more);
+    ``tests/test_edit_imports.py`` compares the two on every fixture and corpus file. Cached for
+    the last module asked (``ensure_imports`` asks twice per name)."""
+    last = _BINDINGS[0]
+    if last is not None and last[0] is module:
+        return last[1]
     out: Dict[str, List[cst.CSTNode]] = {}
-    try:
-        scopes = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider)
-    except Exception:  # pragma: no cover - libcst's scope analysis gave up: assume everything is bound
-        return {"*": []}
-    seen: Set[int] = set()
-    for scope in set(scopes.values()):
-        if scope is None or id(scope) in seen:
-            continue
-        seen.add(id(scope))
-        for asg in scope.assignments:
-            out.setdefault(asg.name, []).append(getattr(asg, "node", None))
+
+    def add(name: str, node: cst.CSTNode) -> None:
+        out.setdefault(name, []).append(node)
+
+    kinds = _BIND_KINDS
+
+    def store(target: cst.CSTNode) -> None:  # the names a target expression stores
+        todo = [target]
+        while todo:
+            t = todo.pop()
+            k = kinds.get(type(t))
+            if k is None:
+                k = _bind_kind(type(t))
+            if k == _NAME:
+                add(t.value, t)  # type: ignore[attr-defined]
+            elif k != _READ_VALUE:  # an attribute's or subscript's value and slice are read
+                push_children(t, todo)
+
+    stack: List[cst.CSTNode] = [module]
+    while stack:
+        n = stack.pop()
+        k = kinds.get(type(n))
+        if k is None:
+            k = _bind_kind(type(n))
+        if k == _OTHER or k == _NAME:
+            push_children(n, stack)
+        elif k == _IMPORT:
+            if not isinstance(n.names, cst.ImportStar):  # type: ignore[attr-defined]
+                for alias in n.names:  # type: ignore[attr-defined]
+                    named = alias.asname.name if alias.asname is not None else alias.name
+                    for dotted_name in _dotted_prefixes(named):
+                        add(dotted_name, n)
+            # nothing under an import is visited
+        elif k == _NAMED:
+            add(n.name.value, n)  # type: ignore[attr-defined]
+            push_children(n, stack)
+        elif k == _ASSIGN:
+            for t in n.targets:  # type: ignore[attr-defined]
+                store(t.target)
+            push_children(n, stack)
+        elif k == _TARGET:
+            store(n.target)  # type: ignore[attr-defined]
+            push_children(n, stack)
+        elif k == _AS:
+            store(n.name)  # type: ignore[attr-defined]
+            push_children(n, stack)
+        elif k == _READ_VALUE and isinstance(n, cst.Subscript):
+            push_children(n, stack)
+        else:  # an attribute's name, a keyword argument's name: neither bound nor read
+            stack.append(n.value)  # type: ignore[attr-defined]
+    _BINDINGS[0] = (module, out)
     return out
+
+
+_BINDINGS: List[Optional[tuple]] = [None]  # (module, its bindings): the last module asked
+
+# what _all_bindings does with a node, by its type (isinstance on libcst's classes is slow)
+_OTHER, _NAME, _IMPORT, _NAMED, _ASSIGN, _TARGET, _AS, _READ_VALUE = range(8)
+_BIND_KINDS: Dict[type, int] = {}
+
+
+def _bind_kind(t: type) -> int:
+    if issubclass(t, cst.Name):
+        k = _NAME
+    elif issubclass(t, (cst.Import, cst.ImportFrom)):
+        k = _IMPORT
+    elif issubclass(t, (cst.FunctionDef, cst.ClassDef, cst.Param, cst.TypeAlias, cst.TypeVar, cst.TypeVarTuple, cst.ParamSpec)):
+        k = _NAMED
+    elif issubclass(t, cst.Assign):
+        k = _ASSIGN
+    elif issubclass(t, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.CompFor, cst.For)):
+        k = _TARGET
+    elif issubclass(t, cst.AsName):
+        k = _AS
+    elif issubclass(t, (cst.Attribute, cst.Subscript, cst.Arg)):
+        k = _READ_VALUE
+    else:
+        k = _OTHER
+    _BIND_KINDS[t] = k
+    return k
+
+
+def _dotted_prefixes(node: cst.CSTNode) -> List[str]:
+    """``a.b.c`` -> ["a.b.c", "a.b", "a"] (libcst's names for what ``import a.b.c`` binds)."""
+    full = dotted(node) or ""
+    if not full:
+        return []
+    parts = full.split(".")
+    return [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
 
 
 def _all_names(module: cst.Module) -> Set[str]:
@@ -458,76 +544,98 @@ def _code(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node).strip().rstrip(";").strip()
 
 
-class _ReadNames(cst.CSTVisitor):
-    """Names read in a node: not the names imports bind, attribute names or keyword names."""
-
-    def __init__(self) -> None:
-        self.names: Set[str] = set()
-
-    def visit_Import(self, node: cst.Import) -> bool:
-        return False
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        return False
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
-        return False
-
-    def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)
-        return False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
-
-
 def _local_imports(module: cst.Module) -> Dict[tuple, bool]:
     """(function path, import code, bound name) -> whether the function (nested code included)
-    reads the name, for every import inside a function body."""
+    reads the name, for every import inside a function body. One direct walk of the tree (defs in
+    source order, as a visitor meets them) instead of libcst's visitor dispatch."""
     out: Dict[tuple, bool] = {}
-    path: List[str] = []
-
-    class V(cst.CSTVisitor):
-        def visit_ClassDef(self, node: cst.ClassDef) -> None:
-            path.append(node.name.value)
-
-        def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-            path.pop()
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-            path.append(node.name.value)
-            imports: List[Union[cst.Import, cst.ImportFrom]] = []
-
-            class Own(cst.CSTVisitor):  # the function's own imports, not those of nested defs
-                def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
-                    return False
-
-                def visit_ClassDef(self, inner: cst.ClassDef) -> bool:
-                    return False
-
-                def visit_Import(self, imp: cst.Import) -> None:
-                    imports.append(imp)
-
-                def visit_ImportFrom(self, imp: cst.ImportFrom) -> None:
-                    if not isinstance(imp.names, cst.ImportStar):
-                        imports.append(imp)
-
-            node.body.visit(Own())
-            if not imports:
-                return
-            reads = _ReadNames()
-            node.body.visit(reads)
-            for imp in imports:
-                for name in _bound_by_import(imp):
-                    head = name.split(".")[0]
-                    out[(tuple(path), _code(imp), head)] = head in reads.names
-
-        def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-            path.pop()
-
-    module.visit(V())
+    stack: List[tuple] = [(module, ())]
+    while stack:
+        n, path = stack.pop()
+        k = _walk_kind(type(n))
+        if k == _W_DEF or k == _W_CLASS:
+            path = path + (n.name.value,)  # type: ignore[attr-defined]
+        if k == _W_DEF:
+            imports = _own_imports(n.body)  # type: ignore[attr-defined]
+            if imports:
+                names = _read_names(n.body)  # type: ignore[attr-defined]
+                for imp in imports:
+                    for name in _bound_by_import(imp):
+                        head = name.split(".")[0]
+                        out[(path, _code(imp), head)] = head in names
+        if k == _W_EXPR or k == _W_ATTRIBUTE or k == _W_IMPORT:
+            continue  # no def below (a lambda is not one)
+        children: List[cst.CSTNode] = []
+        push_children(n, children)
+        stack.extend((c, path) for c in reversed(children))
     return out
+
+
+# what the walks of _local_imports do with a node, by its type (isinstance on libcst's abstract
+# classes is slow)
+_W_OTHER, _W_DEF, _W_CLASS, _W_EXPR, _W_IMPORT, _W_NAME, _W_ARG, _W_ATTRIBUTE = range(8)
+_WALK_KINDS: Dict[type, int] = {}
+
+
+def _walk_kind(t: type) -> int:
+    k = _WALK_KINDS.get(t)
+    if k is None:
+        if issubclass(t, cst.FunctionDef):
+            k = _W_DEF
+        elif issubclass(t, cst.ClassDef):
+            k = _W_CLASS
+        elif issubclass(t, cst.Name):
+            k = _W_NAME
+        elif issubclass(t, cst.Arg):
+            k = _W_ARG
+        elif issubclass(t, cst.Attribute):
+            k = _W_ATTRIBUTE
+        elif issubclass(t, cst.BaseExpression):
+            k = _W_EXPR
+        elif issubclass(t, (cst.Import, cst.ImportFrom)):
+            k = _W_IMPORT
+        else:
+            k = _W_OTHER
+        _WALK_KINDS[t] = k
+    return k
+
+
+def _own_imports(body: cst.CSTNode) -> List[Union[cst.Import, cst.ImportFrom]]:
+    """The imports of a function's body, not those of the defs and classes nested in it, in order."""
+    out: List[Union[cst.Import, cst.ImportFrom]] = []
+    stack: List[cst.CSTNode] = [body]
+    while stack:
+        n = stack.pop()
+        k = _walk_kind(type(n))
+        if k == _W_IMPORT:
+            if isinstance(n, cst.Import) or not isinstance(n.names, cst.ImportStar):  # type: ignore[attr-defined]
+                out.append(n)  # type: ignore[arg-type]
+            continue
+        if k != _W_OTHER:  # a nested def or class, an expression (no import in it), an argument
+            continue
+        children: List[cst.CSTNode] = []
+        push_children(n, children)
+        stack.extend(reversed(children))
+    return out
+
+
+def _read_names(node: cst.CSTNode) -> Set[str]:
+    """``_ReadNames``'s names, by a direct walk: every Name, except under imports, an attribute's
+    name and a keyword argument's name."""
+    names: Set[str] = set()
+    stack: List[cst.CSTNode] = [node]
+    while stack:
+        n = stack.pop()
+        k = _walk_kind(type(n))
+        if k == _W_NAME:
+            names.add(n.value)  # type: ignore[attr-defined]
+        elif k == _W_IMPORT:
+            continue
+        elif k == _W_ARG or k == _W_ATTRIBUTE:
+            stack.append(n.value)  # type: ignore[attr-defined]
+        else:
+            push_children(n, stack)
+    return names
 
 
 def drop_orphaned_local_imports(before: cst.Module, after: cst.Module) -> cst.Module:
@@ -688,3 +796,33 @@ def wrap_long_lines(module: cst.Module, lines: Set[int], width: int) -> str:
         new = [head[: open_at + 1]] + middle + [indent + ")" + line[pos.end.column:]]
         src[n - 1] = newline.join(new) + (ending or "")
     return "".join(src)
+
+
+def visit_statements(module: cst.Module, transformer: cst.CSTTransformer, touched: Set[int]) -> cst.Module:
+    """``module.visit(transformer)`` for a transformer that changes only the statement-level nodes
+    whose ids are in ``touched`` (statements, defs, classes: never a node inside an expression),
+    keeps no state from one top-level statement to the next and has no module-level hook: only
+    the top-level statements that hold one of them are visited; the others stay the same objects
+    (the same code as a visit of the whole module, for a fraction of the cost)."""
+    body = list(module.body)
+    for i, st in enumerate(body):
+        if _holds(st, touched):
+            new = st.visit(transformer)
+            if not isinstance(new, cst.BaseStatement):  # removed or split at the top level
+                return module.visit(transformer)
+            body[i] = new
+    return module.with_changes(body=tuple(body))
+
+
+def _holds(stmt: cst.CSTNode, ids: Set[int]) -> bool:
+    """Whether ``stmt`` or a statement-level node under it (not inside an expression) is in ``ids``."""
+    stack = [stmt]
+    while stack:
+        n = stack.pop()
+        if id(n) in ids:
+            return True
+        k = _walk_kind(type(n))
+        if k == _W_EXPR or k == _W_ATTRIBUTE or k == _W_NAME or k == _W_ARG or k == _W_IMPORT:
+            continue
+        push_children(n, stack)
+    return False

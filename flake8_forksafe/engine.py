@@ -118,10 +118,18 @@ class _StatementPositions:
     _NEWLINE = None
 
     def __init__(
-        self, module: cst.Module, nodes: Sequence[cst.CSTNode], tops: Any = None, codes: Optional[Callable[[], List[str]]] = None
+        self,
+        module: cst.Module,
+        nodes: Sequence[cst.CSTNode],
+        tops: Any = None,
+        codes: Optional[Callable[[], List[str]]] = None,
+        memo: Optional[dict] = None,
     ) -> None:
         self.module = module
         self.codes = codes  # each statement's code_for_node, when the caller has them
+        # a statement's own positions by the statement object (and what its code depends on), kept
+        # by the caller across modules that share statements (the language server's SpliceParser)
+        self.memo = memo
         self.owner: dict = {}  # id(node) -> index of its top-level statement
         self.shift: dict = {}  # statement index -> (its positions, lines above it)
         self.whole: Any = None
@@ -181,10 +189,17 @@ class _StatementPositions:
                 starts.append(starts[-1] + len(newline.findall(codes[j] if codes is not None else code_for(body[j]))))
             above = starts[i]
             last = i == len(body) - 1 and not module.footer  # only there a missing final newline shows
-            alone = module.with_changes(
-                header=(), body=(body[i],), footer=(), has_trailing_newline=module.has_trailing_newline if last else True
-            )
-            got = self.shift[i] = (MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider), above)
+            trailing = module.has_trailing_newline if last else True
+            key = (id(body[i]), trailing, module.default_indent, module.default_newline)
+            kept = self.memo.get(key) if self.memo is not None else None
+            if kept is not None and kept[0] is body[i]:
+                pos = kept[1]
+            else:
+                alone = module.with_changes(header=(), body=(body[i],), footer=(), has_trailing_newline=trailing)
+                pos = MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider)
+                if self.memo is not None:
+                    self.memo[key] = (body[i], pos)
+            got = self.shift[i] = (pos, above)
         return got
 
     def __getitem__(self, node: cst.CSTNode) -> Any:
@@ -210,7 +225,7 @@ def report_positions(a: Analysis, nodes: Sequence[cst.CSTNode]) -> Any:
     """The positions of the reported nodes (and of a def's or class's name), computed for the
     top-level statements that hold them only (``_StatementPositions``)."""
     tops = {id(c.node): c.top for c in a.calls if c.top is not None}
-    return _StatementPositions(a.module, nodes, tops, lambda: a.statement_codes)
+    return _StatementPositions(a.module, nodes, tops, lambda: a.statement_codes, getattr(a, "position_memo", None))
 
 
 def node_start(pos: Any, node: cst.CSTNode) -> Tuple[int, int, int, int]:
@@ -227,14 +242,28 @@ def node_start(pos: Any, node: cst.CSTNode) -> Tuple[int, int, int, int]:
 
 
 def analyse(
-    text: str, config: Config, path: str = "<string>", index: Any = None, interactive: bool = False
+    text: str,
+    config: Config,
+    path: str = "<string>",
+    index: Any = None,
+    interactive: bool = False,
+    parser: Any = None,
 ) -> Analysis:
     """``interactive``: the code runs in a ``__main__`` without a file (a notebook): FRK405 applies,
-    FRK401 does not."""
+    FRK401 does not. ``parser``: parses ``(text, path)`` as ``source.parse`` does (the language
+    server's ``lsp_incremental.SpliceParser``, which re-uses the statements an edit did not touch and
+    may know each top-level statement's code: the analysis's ``statement_codes`` then; and it keeps
+    the positions of the statements it re-uses: ``report_positions``)."""
     from flake8_forksafe.analysis import Analysis
 
-    a = Analysis(parse(text, path), config.knowledge, path, index)
+    module = parse(text, path) if parser is None else parser(text, path)
+    a = Analysis(module, config.knowledge, path, index)
     a.interactive_main = interactive
+    codes = parser.codes(module) if parser is not None else None
+    if codes is not None:
+        a.__dict__["statement_codes"] = codes  # the cached property's value: the same strings
+    if parser is not None:
+        a.position_memo = getattr(parser, "positions", None)  # report_positions: unchanged statements' positions
     return a
 
 
@@ -250,12 +279,14 @@ def check_source(
     index: Any = None,
     interactive: Optional[bool] = None,
     verdict: Any = None,
+    parser: Any = None,
 ) -> List[Finding]:
     """Check one file's source. Raises SourceError for a file that cannot be checked.
 
     Every file is reduced to the statements a finding of the enabled rules can involve before libcst
     parses it (``slicing.py``; ``slice_above``: only files over that many bytes are, for tests).
-    ``verdict``: the gate's verdict when the caller has it (the flake8 plugin, from flake8's tree)."""
+    ``verdict``: the gate's verdict when the caller has it (the flake8 plugin, from flake8's tree).
+    ``parser``: see ``analyse`` (the language server's)."""
     from flake8_forksafe import slicing
 
     config = config or Config()
@@ -291,7 +322,7 @@ def check_source(
         index.offer_tree(path, tree, text)
         verdict.tree = None
     try:
-        a = analyse(analysed, config, path, index, interactive)
+        a = analyse(analysed, config, path, index, interactive, parser)
         a.reduced = line_map is not None and len(text) <= slicing.MAX_ANALYSED  # then FRK401 plans on the whole
         found = run_rules(a, rules)
     finally:
@@ -324,7 +355,7 @@ def _located(
         # its finding and fixability come from the whole file; the other rules' findings are the
         # reduced file's (the same: tests/test_slicing.py)
         whole = [r for r in rules if _plans_whole_module(r)]
-        w = analyse(text, config, path, index, interactive)
+        w = analyse(text, config, path, index, interactive, parser)
         kept = text if noqa else None
         spans: List[dict] = []  # the text's noqa ranges, tokenized once for both
         located = locate(a, [(r, rep) for r, rep in found if not _plans_whole_module(r)], path, kept, line_map, spans)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import difflib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from flake8_forksafe.config import Config
 from flake8_forksafe.edit import drop_orphaned_local_imports, retarget_imports
@@ -66,7 +66,13 @@ class _Round:
     """One analysis of one text: its findings and what its rules want to fix."""
 
     def __init__(
-        self, text: str, path: str, config: Config, rules: Sequence[Rule], interactive: Optional[bool] = None
+        self,
+        text: str,
+        path: str,
+        config: Config,
+        rules: Sequence[Rule],
+        interactive: Optional[bool] = None,
+        parser: Any = None,
     ) -> None:
         self.text = text
         self.findings: List[Finding] = []
@@ -77,7 +83,9 @@ class _Round:
         from flake8_forksafe.notebook import is_jupytext
 
         # raises SourceError: the caller decides; a jupytext notebook gets no FRK401 guard
-        a = analyse(text, config, path, interactive=is_jupytext(text) if interactive is None else interactive)
+        a = analyse(
+            text, config, path, interactive=is_jupytext(text) if interactive is None else interactive, parser=parser
+        )
         self.analysis = a
         located = locate(a, run_rules(a, rules), path, text)
         self.findings = [f for f, _, _ in located]
@@ -165,6 +173,7 @@ def fix_rounds(
     notes: Optional[List[str]] = None,
     interactive: Optional[bool] = None,
     fixers_only: bool = False,
+    parser: Any = None,
 ) -> Tuple[str, List[Finding], List[Finding]]:
     """The fixing loop on decoded text (no BOM): (fixed text, findings before, findings remaining).
     ``select``: code prefixes; only the selected codes found in the text before are fixed.
@@ -172,13 +181,14 @@ def fix_rounds(
     ``fixers_only``: only the rules that could fix something (a fix, and selected) are run, so the
     findings before and remaining are theirs only; the fixed text is the same (a rule that does
     not fix never changes it, and each rule checks on its own): the language server's resolve.
+    ``parser``: parses each round's text (``engine.analyse``; the language server's SpliceParser).
     Raises SourceError when ``text`` itself cannot be analysed."""
     rules = enabled_rules(config)
     if select is not None:
         select = tuple(select)
     if fixers_only:
         rules = [r for r in rules if r.fix_applicability and (select is None or r.code.startswith(select))]
-    rnd = _Round(text, path, config, rules, interactive)
+    rnd = _Round(text, path, config, rules, interactive, parser)
     before = rnd.findings
     fixers = {r.code for r in rules if r.fix_applicability}
     if select is not None:
@@ -230,10 +240,10 @@ def fix_rounds(
         if len(taken) > 1:
             merged = _apply(old, [e for _, edits, _ in taken for e in edits])
             if _compiles(merged):
-                nxt = _next(merged, path, config, rules, interactive)
+                nxt = _next(merged, path, config, rules, interactive, parser)
         if nxt is None:  # one rewrite, or the merged ones do not parse: the first alone (it compiles)
             rule, _, new_text = taken[0]
-            nxt = _next(new_text, path, config, rules, interactive)
+            nxt = _next(new_text, path, config, rules, interactive, parser)
             if nxt is None:
                 fixers.discard(rule.code)
                 _declined(rule, rnd.text, notes)
@@ -266,10 +276,15 @@ def _wrapped(old_text: str, fixed, width: int) -> str:
 
 
 def _next(
-    text: str, path: str, config: Config, rules: Sequence[Rule], interactive: Optional[bool] = None
+    text: str,
+    path: str,
+    config: Config,
+    rules: Sequence[Rule],
+    interactive: Optional[bool] = None,
+    parser: Any = None,
 ) -> Optional[_Round]:
     try:
-        return _Round(text, path, config, rules, interactive)
+        return _Round(text, path, config, rules, interactive, parser)
     except SourceError:
         return None
 
@@ -289,9 +304,11 @@ def fix_source(
     unsafe: bool = False,
     select: Optional[Iterable[str]] = None,
     fixers_only: bool = False,
+    parser: Any = None,
 ) -> FixResult:
     """Fix one file's source. Raises SourceError for a file that cannot be checked.
-    ``fixers_only``: see ``fix_rounds`` (``fixed`` and ``remaining`` list the fixing rules' findings only)."""
+    ``fixers_only``: see ``fix_rounds`` (``fixed`` and ``remaining`` list the fixing rules' findings only).
+    ``parser``: see ``fix_rounds``."""
     config = config or Config()
     unsafe = unsafe or config.unsafe_fixes
     encoding, bom = encoding_of(source)
@@ -311,7 +328,7 @@ def fix_source(
             )
     else:
         new_text, before, remaining = fix_rounds(
-            text, path, config, unsafe, select, errors, notes, fixers_only=fixers_only
+            text, path, config, unsafe, select, errors, notes, fixers_only=fixers_only, parser=parser
         )
     fixed = _gone(before, remaining)
     out = encode(new_text, source, encoding, bom) if new_text != text else source

@@ -243,6 +243,12 @@ class ClassRewrite(cst.CSTTransformer):
             lst = self.new_getstate.setdefault(id(home.node), [])
             lst.extend(op for op in ops if op not in lst)
 
+    def touched(self) -> Set[int]:
+        """The ids of the (statement) nodes this rewrite changes: nothing outside the top-level
+        statements that hold one changes (``edit.visit_statements``). A subclass that rewrites
+        other nodes adds theirs."""
+        return set(self.extends) | set(self.members) | set(self.new_getstate)
+
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         key = id(original_node)
         if key not in self.extends:

@@ -11,7 +11,8 @@ What it does
 * The lints run in a child process (``isolation.IsolatedLinter``) that remembers each open
   document (``lsp_incremental``): an edit re-parses only the top-level statement it is in for the
   pre-filter's facts, and when it touched only statements no finding can involve, the previous
-  findings are reused (moved by the lines added) without libcst. A document skipped for a reason
+  findings are reused (moved by the lines added) without libcst; else libcst too parses only the
+  statement the edit is in (``lsp_incremental.SpliceParser``), the others kept from the last parse. A document skipped for a reason
   other than a syntax error (nested too deep, too big, undecodable) gets that one line in the log,
   once; a crash of the child costs that check only.
 * The configuration is ``[tool.flake8-forksafe]`` of the nearest ``pyproject.toml`` above the
@@ -523,10 +524,10 @@ class ForkSafeServer(LanguageServer):
         kind, code = data.get("action"), data.get("code")
         if kind == "fix" and any(f.code == code and f.fix in (SAFE, UNSAFE) for f in found):
             unsafe = any(f.code == code and f.fix == UNSAFE for f in found)
-            new = await cached(("fix", code), fixed_text, text, path, cfg, unsafe, code)
+            new = await cached(("fix", code), fixed_text_in_child, uri, text, path, cfg, unsafe, code)
             return None if new is None else self.whole_document_edit(uri, version, text, new, doc)
         if kind == "fixall" and any(f.fix == SAFE or (f.fix == UNSAFE and cfg.unsafe_fixes) for f in found):
-            new = await cached(("fixall",), fixed_text, text, path, cfg, False, None)
+            new = await cached(("fixall",), fixed_text_in_child, uri, text, path, cfg, False, None)
             return None if new is None else self.whole_document_edit(uri, version, text, new, doc)
         line = data.get("line")
         if kind == "noqa" and any(f.code == code and f.line == line for f in found):
@@ -565,14 +566,19 @@ class ForkSafeServer(LanguageServer):
 # ------------------------------------------------------------------------ fixes (pure functions)
 
 
-def fixed_text(text: str, path: str, cfg: Config, unsafe: bool, code: Optional[str]) -> Optional[str]:
+def fixed_text(
+    text: str, path: str, cfg: Config, unsafe: bool, code: Optional[str], parser: Any = None
+) -> Optional[str]:
     """The document after ``forksafe fix`` (restricted to ``code`` when given); None when the fix
-    changes nothing, fails, or (for one code) does not remove any finding of that code."""
+    changes nothing, fails, or (for one code) does not remove any finding of that code.
+    ``parser``: see ``fix.fix_rounds`` (the same text)."""
     from flake8_forksafe.fix import fix_source
 
     try:
         # only the rules that fix run (the text is the same; a resolve needs no other findings)
-        result = fix_source(text, path, cfg, unsafe=unsafe, select=[code] if code else None, fixers_only=True)
+        result = fix_source(
+            text, path, cfg, unsafe=unsafe, select=[code] if code else None, fixers_only=True, parser=parser
+        )
     except (SourceError, RecursionError):
         return None
     if not result.changed or result.errors:
@@ -640,6 +646,16 @@ def _comment_starts(text: str, line: int, col: int, upto: int) -> bool:
     except (tokenize.TokenError, SyntaxError, IndentationError, ValueError, RecursionError):
         return False
     return False
+
+
+def fixed_text_in_child(
+    uri: str, text: str, path: str, cfg: Config, unsafe: bool, code: Optional[str]
+) -> Optional[str]:
+    """``fixed_text`` where the lints run: the rounds' texts are parsed re-using the statements of
+    the document's last checked texts that a fix did not touch (``lsp_incremental.parser_for``)."""
+    from flake8_forksafe.frontends import lsp_incremental
+
+    return fixed_text(text, path, cfg, unsafe, code, lsp_incremental.parser_for(uri, path, cfg))
 
 
 def noqa_edit_in_child(uri: str, text: str, path: str, cfg: Config, line: int, code: str) -> Optional[Tuple[int, int, str]]:

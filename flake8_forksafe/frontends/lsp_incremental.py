@@ -18,10 +18,14 @@ What is kept per document, and when it is used:
 * When the gate says no finding is possible, the answer is empty without libcst (as ``check_source``).
 
 Anything else (an edit inside a dataset class, in module-level code, in an import...) is a full
-``engine.check_source`` of the reduced text. Reuse also needs the same configuration, path,
-``# flake8: noqa`` state and jupytext state, a document that is not tied to another module of the
-project through a base class (``engine.project_anchor``: then the document is analysed whole, as
-``check_source`` does), and no character ``str.splitlines`` counts as a line break where Python does
+``engine.check_source`` of the reduced text, whose libcst parses (the reduced text, and the whole
+text when FRK401 plans on it) re-use the top-level statements the edit did not touch
+(``SpliceParser``: only the edited statements are parsed; their positions are kept too).
+
+Reuse also needs the same configuration, path, ``# flake8: noqa`` state and jupytext state, a
+document that is not tied to another module of the project through a base class
+(``engine.project_anchor``: then the document is analysed whole, as ``check_source`` does), and
+no character ``str.splitlines`` counts as a line break where Python does
 not (the engine's ``# noqa`` lookup counts lines that way). ``full=True`` (open, save) never reuses.
 
 ``tests/integrations/test_lsp_incremental.py`` edits documents at random and compares every
@@ -33,12 +37,13 @@ from __future__ import annotations
 import ast
 from collections import OrderedDict
 from dataclasses import replace
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from flake8_forksafe import prefilter, slicing
 from flake8_forksafe.model import Finding
 
 MAX_DOCUMENTS = 32  # documents remembered (least recently used first out)
+PARSED_DOCUMENTS = 4  # of which the libcst trees of the last texts (SpliceParser) are kept
 _ODD_BREAKS = ("\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
 StmtKey = Tuple[str, int, int]
@@ -49,7 +54,9 @@ _SUMMARISED = (ast.ClassDef, ast.Import, ast.ImportFrom)
 class Memo:
     """What is remembered of one document between two lints."""
 
-    __slots__ = ("key", "facts", "analysed", "line_map", "findings", "context", "classes_changed", "text", "order", "deps")
+    __slots__ = (
+        "key", "facts", "analysed", "line_map", "findings", "context", "classes_changed", "text", "order", "deps", "parser",
+    )
 
     def __init__(self, key: Any) -> None:
         self.key = key  # (path, config): anything else starts a new memo
@@ -62,10 +69,13 @@ class Memo:
         self.findings: List[Finding] = []
         self.context: Any = None  # (interactive, file noqa) of that analysis
         self.deps: Optional[str] = None  # the index's digest of the modules its classes build on
+        self.parser = SpliceParser()  # libcst parses of its last texts, re-used statement by statement
 
 
 _MEMOS: "OrderedDict[str, Memo]" = OrderedDict()
-STATS: Dict[str, int] = {"gate": 0, "reused": 0, "analysed": 0, "facts_reused": 0, "facts_walked": 0, "one_statement": 0}
+STATS: Dict[str, int] = {
+    "gate": 0, "reused": 0, "analysed": 0, "facts_reused": 0, "facts_walked": 0, "one_statement": 0, "spliced": 0,
+}
 
 
 def forget(uri: str) -> None:
@@ -80,6 +90,8 @@ def _memo(uri: str, key: Any) -> Memo:
     _MEMOS.move_to_end(uri)
     while len(_MEMOS) > MAX_DOCUMENTS:
         _MEMOS.popitem(last=False)
+    for other in list(_MEMOS.values())[:-PARSED_DOCUMENTS]:
+        other.parser.recent, other.parser.positions = [], {}  # big: only the documents edited last keep them
     return memo
 
 
@@ -303,12 +315,21 @@ def check(
     memo.analysed = None
     if index is not None and refresh is not None and not refreshed:
         refresh()
-    found = check_source(text, path, cfg, index=index, slice_above=0, verdict=verdict)
+    found = check_source(text, path, cfg, index=index, slice_above=0, verdict=verdict, parser=memo.parser)
     if plan is not None:
         memo.analysed, memo.line_map, memo.findings, memo.context = plan[0], plan[1], found, _context(text)
         memo.deps = _deps(index, path)
     STATS["analysed"] += 1
     return found, "analysed"
+
+
+def parser_for(uri: str, path: str, cfg: Any) -> Optional["SpliceParser"]:
+    """A parser that starts from the document's last parsed texts (for a fix's rounds: the
+    document's own parser keeps its texts), or None when nothing is remembered of it."""
+    memo = _MEMOS.get(uri)
+    if memo is None or memo.key != (path, cfg) or not memo.parser.recent:
+        return None
+    return memo.parser.fork()
 
 
 def statement_span(uri: str, text: str, line: int) -> Optional[Tuple[int, int]]:
@@ -330,3 +351,198 @@ def stats() -> Dict[str, int]:
     return dict(STATS)
 
 
+
+
+class _Parsed:
+    """One text libcst parsed, with the code of each top-level statement (once known)."""
+
+    __slots__ = ("text", "module", "codes", "starts")
+
+    def __init__(self, text: str, module: Any, codes: Optional[List[str]] = None) -> None:
+        self.text, self.module = text, module
+        self.codes: Optional[List[str]] = codes
+        self.starts: Optional[List[int]] = None  # 0-based line where each statement's code starts, then the end
+
+    def spans(self) -> List[int]:
+        if self.starts is None:
+            if self.codes is None:
+                self.codes = [self.module.code_for_node(s) for s in self.module.body]
+            starts = [len(self.module.header)]
+            for code in self.codes:
+                starts.append(starts[-1] + len(prefilter.split_lines(code)))
+            self.starts = starts
+        return self.starts
+
+
+class SpliceParser:
+    """libcst parses of one document's texts (its whole text and its reduced text), re-using the
+    top-level statements an edit did not touch: when a new text differs from a text parsed before
+    only inside top-level statements (not the first, not the last; the changed lines by difflib
+    when they are not one run), only those statements' lines are parsed, and the new statements
+    replace the old ones in the module. The result is the module
+    ``libcst.parse_module`` gives for the whole text (``tests/integrations/test_lsp_incremental.py``
+    compares them, ``deep_equals``, on random edits): each statement's lines parse alone as exactly
+    one statement with nothing after it, with the module's indentation and line ending; the
+    module's indentation was decided before it (an indented block above it) and its line ending
+    too (not the first statement); and the leading lines of the statement and of the next one are
+    blank lines and comments at the left edge (an indented one could belong to a block ending the
+    statement before it). Anything else is a whole parse (``source.parse``: its errors too)."""
+
+    KEEP = 2  # texts remembered: the whole text and the reduced one (a fix: the last two rounds)
+
+    def __init__(self) -> None:
+        self.recent: List[_Parsed] = []
+        # engine.report_positions' positions of statements of these modules, by the statement object
+        self.positions: Dict[Any, Any] = {}
+
+    def __call__(self, text: str, path: str) -> Any:
+        from flake8_forksafe.source import parse
+
+        got = None
+        for old in self.recent:
+            if old.text == text:
+                got = old
+                break
+        for by_diff in (False, True):  # one run of changed lines first (cheap), then difflib's runs
+            if got is not None:
+                break
+            for old in self.recent:
+                got = self._splice(old, text, by_diff)
+                if got is not None:
+                    STATS["spliced"] += 1
+                    break
+        if got is None:
+            got = _Parsed(text, parse(text, path))
+        self.recent = [got] + [p for p in self.recent if p is not got][: self.KEEP - 1]
+        live = {id(st) for p in self.recent for st in p.module.body}
+        self.positions = {k: v for k, v in self.positions.items() if k[0] in live}
+        return got.module
+
+    def fork(self) -> "SpliceParser":
+        """A parser that knows this one's texts, and remembers its own."""
+        other = SpliceParser()
+        other.recent = list(self.recent)
+        other.positions = dict(self.positions)
+        return other
+
+    def codes(self, module: Any) -> Optional[List[str]]:
+        """The statement codes of a module this parser returned, when known without generating them."""
+        for p in self.recent:
+            if p.module is module:
+                return p.codes
+        return None
+
+    def learn_codes(self, module: Any, codes: List[str]) -> None:
+        for p in self.recent:
+            if p.module is module and p.codes is None:
+                p.codes = codes
+
+    def _splice(self, old: _Parsed, text: str, by_diff: bool) -> Optional[_Parsed]:
+        import libcst as cst
+
+        from flake8_forksafe.guard import too_deep
+        from flake8_forksafe.source import MAX_NESTING, nesting_depth
+
+        body = old.module.body
+        n = len(body)
+        if n < 3:
+            return None
+        old_lines = prefilter.split_lines(old.text)
+        new_lines = prefilter.split_lines(text)
+        if "".join(new_lines) != text or "".join(old_lines) != old.text:
+            return None  # characters no line holds (none: a safety net)
+        starts = old.spans()
+        hunks = _hunks(old_lines, new_lines, by_diff)
+        if hunks is None:
+            return None
+        delta_of: Dict[int, int] = {}  # edited statement -> lines it gained
+        for i1, i2, j1, j2 in hunks:
+            k = next((k for k in range(1, n - 1) if starts[k] <= i1 and i2 <= starts[k + 1]), None)
+            if k is None:
+                return None  # the first or last statement, the header or footer, or across statements
+            delta_of[k] = delta_of.get(k, 0) + (j2 - j1) - (i2 - i1)
+        first = min(delta_of)
+        if not any(isinstance(getattr(st, "body", None), cst.IndentedBlock) for st in body[:first]):
+            return None  # the module's indentation may be decided in an edited statement
+        if nesting_depth(text) > MAX_NESTING or too_deep(text):
+            return None
+        new_body = list(body)
+        codes = list(old.codes) if old.codes is not None else None
+        new_starts = list(starts)
+        shift = 0
+        for k in range(n):
+            new_starts[k] = starts[k] + shift
+            if k not in delta_of:
+                continue
+            if k + 1 not in delta_of and not _flush_left(body[k + 1].leading_lines):
+                return None  # an indented comment: a block ending the statement would take it
+            seg = "".join(new_lines[starts[k] + shift : starts[k + 1] + shift + delta_of[k]])
+            node = _one_statement(seg, old.module)
+            if node is None:
+                return None
+            new_body[k] = node
+            if codes is not None:
+                codes[k] = seg
+            shift += delta_of[k]
+        new_starts[n] = starts[n] + shift
+        got = _Parsed(text, old.module.with_changes(body=tuple(new_body)), codes)
+        got.starts = new_starts
+        return got
+
+
+def _hunks(old: List[str], new: List[str], by_diff: bool) -> Optional[List[Tuple[int, int, int, int]]]:
+    """The replaced line ranges (old i1:i2 by new j1:j2): the one between the common prefix and
+    suffix, or (``by_diff``) difflib's runs in it (None: no change, or nothing difflib would add)."""
+    n = min(len(old), len(new))
+    p = 0
+    while p < n and old[p] == new[p]:
+        p += 1
+    q = 0
+    while q < n - p and old[-1 - q] == new[-1 - q]:
+        q += 1
+    if p == len(old) == len(new):
+        return None
+    first, last = p, len(old) - q
+    import difflib
+
+    whole = (first, last, first, len(new) - q)
+    small = last - first <= 2 and len(new) - q - first <= 2
+    if not by_diff:
+        return [whole]
+    if small:
+        return None  # a line or two: one run, tried already
+    sm = difflib.SequenceMatcher(None, old[first:last], new[first : len(new) - q], autojunk=False)
+    return [(first + i1, first + i2, first + j1, first + j2) for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal"]
+
+
+def _one_statement(seg: str, module: Any) -> Any:
+    """The one top-level statement ``seg`` holds, parsed alone as it would be in ``module`` (its
+    indentation and line ending, nothing after it, leading lines at the left edge); else None."""
+    import libcst as cst
+
+    if not seg.endswith(("\n", "\r")):
+        return None
+    try:
+        m = cst.parse_module(seg)
+    except Exception:  # noqa: BLE001 - the whole parse decides (and says why)
+        return None
+    if (
+        len(m.body) != 1
+        or m.footer
+        or not m.has_trailing_newline
+        or m.default_newline != module.default_newline
+        or m.default_indent != module.default_indent
+        or m.encoding != module.encoding
+    ):
+        return None
+    node = m.body[0]
+    if m.header:
+        node = node.with_changes(leading_lines=(*m.header, *node.leading_lines))
+    if not _flush_left(node.leading_lines):
+        return None  # an indented comment: a block ending the statement above would take it
+    return node
+
+
+def _flush_left(lines: Sequence[Any]) -> bool:
+    """Blank lines and comments at the left edge only (no line a block above could own)."""
+    return all(e.indent and not e.whitespace.value for e in lines)

@@ -794,3 +794,62 @@ def test_message_names_the_dataset_that_keeps_a_reader():
     only_registry = src.replace("self.reader = Reader(p)", "self.reader = None")
     [g] = check_dedented(only_registry, "ds.py", CFG)
     assert "(Reader is not a dataset, but dataset Registry builds its objects from a module-level registry and keeps them)" in g.message
+
+
+def test_split_rewrites_only_the_statements_of_its_functions():
+    """``apply_split`` rewrites the top-level statements that hold the planned functions only: the
+    same code as the whole module visited, the other statements the same objects (also for a
+    dataset class defined inside a top-level ``if``)."""
+
+    import libcst as cst
+
+    from flake8_forksafe.analysis import Analysis
+    from flake8_forksafe.checks import BY_CODE
+    from flake8_forksafe.config import Config
+    from flake8_forksafe.families.handles.chains import (
+        SplitPlan,
+        _Split,
+        _top_of,
+        apply_split,
+    )
+
+    root = Path(__file__).resolve().parents[2]
+    fixtures = sorted((root / "fixtures" / "FRK101").glob("pos_*.py"))
+    sources = [p.read_text(encoding="utf-8") for p in fixtures if ".fixed" not in p.name]
+    nested = (
+        "import h5py\nfrom torch.utils.data import Dataset\n\nx = 1\n\nif True:\n"
+        "    class D(Dataset):\n        def __init__(self, p):\n            self.data = h5py.File(p, 'r')['data']\n\n"
+        "        def __getitem__(self, i):\n            return self.data[i]\n"
+    )
+    sources.append(nested)
+    splits = 0
+    for src in sources:
+        a = Analysis(cst.parse_module(src), Config().knowledge)
+        rule = BY_CODE["FRK101"]()
+        plans = [rep.data for rep in rule.check(a) if isinstance(rep.data, SplitPlan)]
+        if not plans:
+            continue
+        splits += 1
+        got = apply_split(a.module, plans)
+        assert got.code == a.module.visit(_Split(a.module, plans)).code
+        kept = [s for s in got.body if any(s is t for t in a.module.body)]
+        tops = {_top_of(a.module, p.fn) for p in plans}
+        assert None not in tops and len(kept) == len(a.module.body) - len(tops)
+    assert splits >= 3
+
+
+def test_lazy_rewrite_of_the_touched_statements_is_that_of_the_whole_module(monkeypatch):
+    """``apply_lazy`` visits only the top-level statements holding a node it rewrites
+    (``edit.visit_statements``): every fixture's and corpus file's fix (unsafe fixes included) is
+    the one a visit of the whole module gives."""
+    import flake8_forksafe.families.handles.lazy as lazy
+
+    root = Path(__file__).resolve().parents[2]
+    files = sorted((root / "fixtures").glob("FRK*/*.py")) + sorted((root / "tests" / "corpus").glob("*.py"))
+    sources = [p.read_text(encoding="utf-8") for p in files if ".fixed" not in p.name]
+    cfg = Config(select=("FRK",))
+    partial = [fix_source(s, "x.py", cfg, unsafe=True).source for s in sources]
+    monkeypatch.setattr(lazy, "visit_statements", lambda module, rewrite, touched: module.visit(rewrite))
+    whole = [fix_source(s, "x.py", cfg, unsafe=True).source for s in sources]
+    assert partial == whole
+    assert sum(p != s for p, s in zip(partial, sources)) > 50  # fixes happened

@@ -257,4 +257,43 @@ def apply_split(module: cst.Module, plans: Sequence[SplitPlan]) -> cst.Module:
     """The module with each planned handle named on ``self`` (see the module docstring)."""
     if not plans:
         return module
-    return module.visit(_Split(module, plans))
+    split = _Split(module, plans)
+    tops = [_top_of(module, p.fn) for p in plans]
+    if any(i is None for i in tops):
+        return module.visit(split)
+    # every node the split rewrites is in a plan's function: only the top-level statements that
+    # hold those are rewritten (the others stay the same objects, and the module the same code)
+    body = list(module.body)
+    for i in sorted(set(tops)):  # type: ignore[type-var]
+        new = body[i].visit(split)
+        if not isinstance(new, cst.BaseStatement):
+            return module.visit(split)
+        body[i] = new
+    return module.with_changes(body=body)
+
+
+def _top_of(module: cst.Module, fn: FuncInfo) -> Optional[int]:
+    """The index of the top-level statement that holds function ``fn`` (None: not found)."""
+    from flake8_forksafe.analysis import push_children
+
+    owners = set()
+    f: Optional[FuncInfo] = fn
+    while f is not None:
+        owners.add(id(f.node))
+        if f.cls is not None:
+            owners.add(id(f.cls.node))
+            if f.cls.in_function is not None:
+                owners.add(id(f.cls.in_function.node))
+        f = f.parent
+    for i, st in enumerate(module.body):
+        if id(st) in owners:
+            return i
+    for i, st in enumerate(module.body):  # a def or class inside a top-level if / try / with
+        stack: List[cst.CSTNode] = [st]
+        while stack:
+            n = stack.pop()
+            if n is fn.node:
+                return i
+            if not isinstance(n, cst.BaseExpression):
+                push_children(n, stack)
+    return None

@@ -43,6 +43,7 @@ from flake8_forksafe.edit import (
     module_level_names,
     small_statement,
     statement,
+    visit_statements,
 )
 from flake8_forksafe.families.getstate import (
     ClassRewrite,
@@ -896,6 +897,9 @@ class _LazyTransformer(ClassRewrite):
             ops += [("pop", x) for d in p.derived if d.cached for x in reversed(d.cache_names)]
             self.add_resets(p.extend, ops, home)
 
+    def touched(self) -> Set[int]:
+        return super().touched() | set(self.by_line) | self.removed | set(self.keys) | set(self.closes)
+
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> Union[cst.BaseStatement, cst.FlattenSentinel[cst.BaseStatement], cst.RemovalSentinel]:
@@ -945,5 +949,6 @@ def apply_lazy(a: Analysis, plans: Sequence[LazyPlan]) -> cst.Module:
     """Rewrite every planned attribute into a per-process lazy one."""
     if not plans:
         return a.module
-    module = a.module.visit(_LazyTransformer(a, plans))
+    rewrite = _LazyTransformer(a, plans)
+    module = visit_statements(a.module, rewrite, rewrite.touched())
     return ensure_imports(module, ["os"])
