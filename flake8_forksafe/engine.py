@@ -330,7 +330,7 @@ def check_source(
             index.offer_tree(None)
             del tree
     try:
-        return _located(a, found, rules, text, config, path, index, interactive, noqa, line_map)
+        return _located(a, found, rules, text, config, path, index, interactive, noqa, line_map, parser)
     finally:
         a.release()  # the libcst tree is freed now, not by the cyclic collector (it traverses all of it)
 
@@ -346,6 +346,7 @@ def _located(
     interactive: bool,
     noqa: bool,
     line_map: Optional[List[int]],
+    parser: Any = None,
 ) -> List[Finding]:
     """``check_source``'s findings from the reduced file's analysis ``a`` and its reports."""
     if not found:
