@@ -62,15 +62,19 @@ def could_have_findings(text: str, config: Config) -> bool:
     return gate(text, config).passes
 
 
-def project_anchor(index: Any, path: str, config: Config, text: str = "class ") -> bool:
+def project_anchor(index: Any, path: str, config: Config, text: str = "class ", holders: bool = True) -> bool:
     """The file defines a class whose base, defined in another module of the project (the index),
-    is dataset-like, or a class whose objects such a dataset keeps (``holder_anchor``): the
-    pre-filter, which sees one file, cannot know."""
+    is dataset-like, or (``holders``) a class whose objects such a dataset keeps (``holder_anchor``):
+    the pre-filter, which sees one file, cannot know. The holder question matters only for a file the
+    gate rejects (``check_source`` analyses such a file whole); it summarises the file itself, so a
+    caller asking about a file that passes the gate leaves it out."""
     if index is None or "class " not in text:
         return False
     from flake8_forksafe.index import has_project_dataset
 
-    return has_project_dataset(index, path, config.knowledge, text) or holder_anchor(index, path, config, text)
+    if has_project_dataset(index, path, config.knowledge, text):
+        return True
+    return holders and holder_anchor(index, path, config, text)
 
 
 def holder_anchor(index: Any, path: str, config: Config, text: str) -> bool:
@@ -303,7 +307,7 @@ def check_source(
         # or a class whose objects a dataset of another module keeps: nothing is sliced
         whole = holder_anchor(index, path, config, text)
     elif index is not None:  # asked only when the slicer would drop a class with an imported base
-        project = lambda: project_anchor(index, path, config, text)  # noqa: E731
+        project = lambda: project_anchor(index, path, config, text, holders=False)  # noqa: E731
     rules = enabled_rules(config)
     if not rules:
         return []

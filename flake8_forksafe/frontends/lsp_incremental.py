@@ -290,7 +290,9 @@ def check(
     if index is not None and refresh is not None and (full or memo.classes_changed):
         refresh()
         refreshed = True
-    anchored = index is not None and project_anchor(index, path, cfg, text)
+    # a document the gate passes is sliced by check_source without the holder question (which would
+    # summarise the whole document again on every edit)
+    anchored = index is not None and project_anchor(index, path, cfg, text, holders=not verdict.passes)
     if not verdict.passes and not anchored:
         memo.analysed = None
         STATS["gate"] += 1

@@ -192,6 +192,40 @@ def test_reuse_happens_and_is_exact():
     lsp_incremental.forget(uri)
 
 
+
+def test_reuse_with_an_index_and_a_holder_like_class(tmp_path, monkeypatch):
+    """With the project index, a document the gate passes that also has a class keeping a handle (a
+    possible holder for a dataset of another module) is answered by reuse on an unrelated edit, and
+    the holder question, which summarises the document (hundreds of ms on a 2,000-line file, on every
+    edit), is asked only of documents the gate rejects."""
+    from flake8_forksafe import index as index_module
+    from flake8_forksafe.index import ProjectIndex
+
+    asked = []
+    real = index_module.has_kept_holder
+    monkeypatch.setattr(index_module, "has_kept_holder", lambda *a, **k: asked.append(a[1]) or real(*a, **k))
+
+    (tmp_path / "pyproject.toml").write_text("")
+    parts = [decode(p.read_bytes()) for p in CORPUS if p.name == "det_coco_lmdb.py"]
+    holder = "\n\nclass Reader:\n    def __init__(self, p):\n        self.f = open(p)\n"
+    text = parts[0] + holder + UNRELATED.format(n=1)
+    path = tmp_path / "x.py"
+    path.write_text(text)
+    ix = ProjectIndex(tmp_path, ALL.knowledge)
+    uri = "file:///incremental/holder"
+    lsp_incremental.forget(uri)
+    first, how = lsp_incremental.check(uri, text, str(path), ALL, index=ix, full=True)
+    assert how == "analysed" and first
+    head = text.index("def helper_1")
+    edited = text[:head] + text[head:].replace("total = 0\n", "total = 0\n    # a comment\n", 1)
+    again, how = lsp_incremental.check(uri, edited, str(path), ALL, index=ix)
+    assert how == "reused"
+    assert asked == []
+    assert again == check_source(edited, str(path), ALL, index=ProjectIndex(tmp_path, ALL.knowledge))
+    # a document the gate rejects is asked (a holder there is analysed whole)
+    assert lsp_incremental.check(uri, holder, str(path), ALL, index=ix)[1] == "gate" and asked == [str(path)]
+    lsp_incremental.forget(uri)
+
 def _facts_summary(f):
     from flake8_forksafe import slicing
 
