@@ -1665,6 +1665,9 @@ def kwarg_value(a: Analysis, call: cst.Call, name: str) -> Optional[cst.BaseExpr
         values = [star]
         if isinstance(star, cst.Name):
             values = a.local_values(star.value, scope) if scope is not None else list(a.module_assigns.get(star.value, ()))
+            item = _item_assign(a, scope, star.value, name)  # `kw["worker_init_fn"] = ...` later on
+            if item is not None:
+                return item
         for v in values:
             if isinstance(v, cst.Dict):
                 for el in v.elements:
@@ -1675,6 +1678,44 @@ def kwarg_value(a: Analysis, call: cst.Call, name: str) -> Optional[cst.BaseExpr
                 if k is not None:
                     return k.value
     return None
+
+
+def _item_assign(a: Analysis, scope: Optional[FuncInfo], var: str, key: str) -> Optional[cst.BaseExpression]:
+    """The value of the last ``var["key"] = value`` in ``scope``'s own body (not nested functions), or
+    None: a keyword added to a ``**kwargs`` dict after it was built."""
+    if scope is None:
+        return None
+    cache = a.__dict__.setdefault("_flow_item_assigns", {})
+    items = cache.get(id(scope))
+    if items is None:
+        found: Dict[Tuple[str, str], cst.BaseExpression] = {}
+
+        class Items(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is scope.node
+
+            def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+                return False
+
+            def visit_Lambda(self, node: cst.Lambda) -> bool:
+                return False
+
+            def visit_Assign(self, node: cst.Assign) -> None:
+                for t in node.targets:
+                    tgt = t.target
+                    if (
+                        isinstance(tgt, cst.Subscript)
+                        and isinstance(tgt.value, cst.Name)
+                        and len(tgt.slice) == 1
+                        and isinstance(tgt.slice[0].slice, cst.Index)
+                    ):
+                        k = string_value(tgt.slice[0].slice.value)
+                        if k is not None:
+                            found[(tgt.value.value, k)] = node.value
+
+        scope.node.visit(Items())
+        items = cache[id(scope)] = found
+    return items.get((var, key))
 
 
 def npz_by_use(a: Analysis, call: cst.Call) -> bool:

@@ -266,3 +266,71 @@ def test_stored_on_self_and_passed_to_a_loader_by_a_base_in_another_module(tmp_p
     out = [line.split(" ", 2) for line in r.stdout.splitlines() if " FRK" in line]
     assert [o[:2] for o in out] == [[f"{Path('tr/model.py')}:11:27:", "FRK201"], [f"{Path('tr/model.py')}:19:9:", "FRK202"]]
     assert f"which base class BaseModule.train_dataloader passes to a DataLoader with workers ({Path('tr/base.py')}:10)" in out[0][2]
+
+
+def test_closure_factory_result_kept_by_a_base_in_another_module(tmp_path: Path) -> None:
+    """A staticmethod / module-level closure factory returns a local def (or lambda); its result is
+    passed to ``super().__init__`` of a base in another module. Flagged (at the local def or lambda,
+    naming the base ``__init__`` that keeps it) only for the parameters that base stores on ``self``:
+    ``sampler`` is only called there."""
+    base = """\
+        from torch.utils.data import Dataset
+
+
+        class ClipBase(Dataset):
+            def __init__(self, items, sampler, transform=None, frame_filter=None):
+                self.items = items
+                self.clips = sampler(items)
+                self._transform = transform
+                self._frame_filter = frame_filter
+
+            def __getitem__(self, i):
+                return self._transform(self._frame_filter(self.clips[i]))
+        """
+    rec = """\
+        from vid.base import ClipBase
+
+
+        def make_filter(n):
+            return lambda frames: frames[::n]
+
+
+        class Recognition(ClipBase):
+            def __init__(self, items, transform=None, frames=None):
+                super().__init__(
+                    items,
+                    Recognition._sampler(2),
+                    Recognition._wrap(transform),
+                    frame_filter=make_filter(frames) if frames else None,
+                )
+
+            @staticmethod
+            def _wrap(transform):
+                def transform_clip(clip):
+                    return transform(clip) if transform else clip
+
+                return transform_clip
+
+            @staticmethod
+            def _sampler(step):
+                def sample(items):
+                    return items[::step]
+
+                return sample
+        """
+    write(tmp_path, {"pyproject.toml": "", "vid/__init__.py": "", "vid/base.py": base, "vid/rec.py": rec})
+    r = forksafe(tmp_path, "vid/rec.py", "--no-cache", "--select", "FRK201,FRK202")
+    assert r.returncode == 1, r.stderr
+    out = [line.split(" ", 2) for line in r.stdout.splitlines() if " FRK" in line]
+    assert [o[:2] for o in out] == [[f"{Path('vid/rec.py')}:5:12:", "FRK201"], [f"{Path('vid/rec.py')}:19:9:", "FRK202"]]
+    kept = f"(kept by ClipBase.__init__, {Path('vid/base.py')}:5)"
+    assert out[1][2] == (
+        "local function transform_clip() defined inside Recognition._wrap() is passed to the base constructor "
+        "of dataset Recognition " + kept
+    )
+    assert kept in out[0][2]
+    # the base keeps nothing: nothing to report
+    write(tmp_path, {"vid/base.py": base.replace("self._transform = transform", "transform(None)").replace(
+        "self._frame_filter = frame_filter", "frame_filter(None)")})
+    r = forksafe(tmp_path, "vid/rec.py", "--no-cache", "--select", "FRK201,FRK202")
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
@@ -14,6 +15,7 @@ from flake8_forksafe.analysis import (
     callable_target,
     calls_within,
     keyword,
+    kwarg_value,
     positional,
 )
 from flake8_forksafe.edit import ensure_imports, module_level_names
@@ -24,6 +26,9 @@ from flake8_forksafe.model import UNSAFE, Example, Report, Rule
 WORKER_INIT_INDEX = 10
 # Builtins that turn a constant into a constant (`int(args.seed) + worker_id`).
 PURE_BUILTINS = frozenset({"int", "abs", "hash", "str", "float", "min", "max", "sum", "pow", "round", "len"})
+# Parameters of a loader-building function that hold the run's configuration, not a per-epoch value.
+RUN_CONSTANT_PARAM = re.compile(r"seed|rank|world_size|num_workers|workers_per|num_gpu|num_replicas", re.I)
+PER_CALL_PARAM = re.compile(r"epoch|iter|step|round|count|time", re.I)
 # Where a seeder takes its seed: the first positional argument or one of these keywords.
 SEED_KEYWORDS = ("seed", "a", "entropy")
 
@@ -243,7 +248,10 @@ def worker_init_fns(a: Analysis) -> Iterator[Tuple[Target, Optional[str], bool, 
     uses: Dict[int, List[Tuple[Target, Optional[cst.Call], bool, bool, Optional[FuncInfo]]]] = {}
     order: List[Target] = []
     for lc in a.loader_calls:
-        target, partial = callable_target(a, lc.arg("worker_init_fn", WORKER_INIT_INDEX), lc.site.func)
+        given = lc.arg("worker_init_fn", WORKER_INIT_INDEX)
+        if given is None:  # `DataLoader(**loader_args)` with `loader_args["worker_init_fn"] = partial(...)`
+            given = kwarg_value(a, lc.node, "worker_init_fn")
+        target, partial = callable_target(a, given, lc.site.func)
         if target is None:
             continue
         pers = lc.arg("persistent_workers")
@@ -303,7 +311,11 @@ def _varies(a: Analysis, node: cst.BaseExpression, scope: Optional[FuncInfo], de
             return False  # module level: built once
         if node.value in scope.local_assigns:
             return any(_varies(a, v, scope, depth + 1) for v in scope.local_assigns[node.value])
-        return node.value in scope.params and node.value != scope.self_name
+        if node.value not in scope.params or node.value == scope.self_name:
+            return False
+        # a parameter of the loader-building function may get a new value per call (`epoch`); one
+        # named as configuration (`seed`, `rank`, `num_workers`) is the run's setting, the same each epoch
+        return not RUN_CONSTANT_PARAM.search(node.value) or bool(PER_CALL_PARAM.search(node.value))
     if isinstance(node, cst.BinaryOperation):
         return _varies(a, node.left, scope, depth + 1) or _varies(a, node.right, scope, depth + 1)
     if isinstance(node, cst.UnaryOperation):

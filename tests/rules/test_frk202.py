@@ -317,3 +317,53 @@ def test_doc_example_is_fixed_as_documented():
     doc = (Path(__file__).resolve().parents[2] / "docs" / "rules" / "FRK202.md").read_text(encoding="utf-8")
     example, use_instead = re.findall(r"```python\n(.*?)```", doc, re.S)[:2]
     assert fix_source(example, "t.py", CFG).source == use_instead
+
+
+def test_closure_factory_results():
+    """A factory's local def reaches a sink through the factory call: positional and keyword base
+    arguments the base stores, ``self.x = factory(...)``, a loader's ``collate_fn=``; not an argument
+    the base only calls, nor a factory result used at once."""
+    src = """
+    from torch.utils.data import DataLoader, Dataset
+
+    def make_collate(pad):
+        def collate(batch):
+            return batch + [pad]
+        out = collate
+        return out
+
+    class Base(Dataset):
+        def __init__(self, keep, use):
+            self.keep = keep
+            self.n = use(3)
+
+    class Child(Base):
+        def __init__(self):
+            super().__init__(self._mk(1), use=self._mk(2))
+            self.c = make_collate(0)
+            make_collate(1)([])
+
+        def _mk(self, k):
+            def f(x):
+                return x * k
+            return f
+
+    def loader(ds, pad):
+        return DataLoader(ds, num_workers=2, collate_fn=make_collate(pad))
+    """
+    assert findings(src) == [("FRK202", 5, 4, None), ("FRK202", 22, 8, None)]
+    # the same function hoisted when it closes over nothing
+    plain = """
+    from torch.utils.data import Dataset
+
+    def make():
+        def twice(x):
+            return x * 2
+        return twice
+
+    class D(Dataset):
+        def __init__(self):
+            self.fn = make()
+    """
+    assert findings(plain) == [("FRK202", 5, 4, "safe")]
+    assert "def twice(x):\n    return x * 2\n\n\ndef make():\n    return twice" in fixed(plain)

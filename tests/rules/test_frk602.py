@@ -192,3 +192,25 @@ def test_fix_adds_import_torch_and_uses_existing_spelling():
     src2 = src.replace("import numpy as np\n", "import numpy as np\nfrom torch import initial_seed\n")
     out2 = fix_source(src2, "t.py", CFG, unsafe=True).source
     assert "np.random.seed(initial_seed() % 2**32)" in out2 and "import torch\n" not in out2
+
+
+def test_partial_bound_run_configuration_through_kwargs_dict():
+    """``loader_args["worker_init_fn"] = partial(init, seed=seed, rank=rank)`` then
+    ``DataLoader(**loader_args)``: the builder's configuration parameters are the same every epoch
+    (flagged); an ``epoch`` parameter, or a seed named for it, changes per call (not flagged)."""
+    body = """
+    from functools import partial
+
+    def init(worker_id, num_workers, rank, seed):
+        worker_seed = num_workers * rank + worker_id + seed
+        np.random.seed(worker_seed)
+
+    def build(ds, opt, rank, seed=None):
+        args = dict(dataset=ds, num_workers=opt["workers"])
+        args["worker_init_fn"] = partial(init, num_workers=opt["workers"], rank=rank, seed=seed) if seed else None
+        return DataLoader(**args)
+    """
+    (f,) = check(body)
+    assert (f.code, f.line, f.col) == ("FRK602", 10, 4)
+    for varying in ("epoch", "epoch_seed"):
+        assert check(body.replace("seed=None):", f"seed=None, {varying}=0):").replace("seed=seed)", f"seed={varying})")) == []

@@ -40,6 +40,7 @@ class Leaf:
     node: cst.CSTNode  # the Lambda, FunctionDef or ClassDef
     hint: str  # a name describing where it is used (attribute, keyword, variable)
     in_lambda_call: bool  # wrapped in transforms.Lambda(...)
+    factory: str = ""  # made and returned by this closure factory (``Cls._make_transform``), called elsewhere
 
 
 _LOCAL_INDEX: "weakref.WeakKeyDictionary[Analysis, Dict[Tuple[int, str], object]]" = weakref.WeakKeyDictionary()
@@ -131,6 +132,16 @@ class Keeper:
                 d = local_definition(self.a, e.func.value, scope)
                 if isinstance(d, ClassInfo):  # an instance of a local class
                     out.append(Leaf("class", d.node, d.name, False))
+            factory = closure_factory(self.a, e, scope)
+            if factory is not None and id(factory.node) not in seen:
+                seen.add(id(factory.node))
+                made: List[Leaf] = []
+                for value in returned_values(factory):
+                    self._walk(value, factory, hint, lam, depth + 1, seen, made)
+                label = qualname(factory).replace(".<locals>.", ".")
+                for leaf in made:
+                    if leaf.kind in ("def", "lambda"):
+                        out.append(Leaf(leaf.kind, leaf.node, leaf.hint, leaf.in_lambda_call, leaf.factory or label))
             wrap = (dotted(e.func) or "").rsplit(".", 1)[-1] == "Lambda"
             for arg in e.args:
                 go(arg.value, scope, arg.keyword.value if arg.keyword is not None else hint, lam or wrap)
@@ -214,6 +225,59 @@ class Keeper:
             f = f.parent
         for v in self.a.module_assigns.get(name, ()):
             go(v, None, name, lam)
+
+
+def closure_factory(a: Analysis, call: cst.Call, scope: Optional[FuncInfo]) -> Optional[FuncInfo]:
+    """The same-file function ``call`` runs when it may return a closure: a module-level function
+    (``make_transform(size)``), or a method, staticmethod or classmethod of a class of the file
+    (``Cls._transform_generator(t)``, ``self._make(t)``, ``cls._make(t)``)."""
+    f = call.func
+    fn: Optional[FuncInfo] = None
+    if isinstance(f, cst.Name):
+        if local_definition(a, f.value, scope) is None:
+            fn = a.module_functions.get(f.value)
+    elif isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name):
+        recv = f.value.value
+        cls = a.module_classes.get(recv)
+        if cls is None and scope is not None:
+            m = scope
+            while m.parent is not None:
+                m = m.parent
+            if m.cls is not None and (recv == m.self_name or recv == "cls"):
+                cls = m.cls
+        if cls is not None:
+            fn = a.resolve_method(cls, f.attr.value)
+    if fn is None or not fn.nested and not fn.lambdas:
+        return None  # nothing local to return
+    return fn
+
+
+
+
+def returned_values(fn: FuncInfo) -> List[cst.BaseExpression]:
+    """The values of ``fn``'s own ``return`` statements (not those of functions nested in it)."""
+    got = fn.__dict__.get("_returned_values")
+    if got is None:
+        values: List[cst.BaseExpression] = []
+        root = fn.node
+
+        class R(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is root
+
+            def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+                return False
+
+            def visit_Lambda(self, node: cst.Lambda) -> bool:
+                return False
+
+            def visit_Return(self, node: cst.Return) -> None:
+                if node.value is not None:
+                    values.append(node.value)
+
+        root.visit(R())
+        got = fn.__dict__["_returned_values"] = values
+    return got
 
 
 @dataclass
@@ -327,6 +391,46 @@ def dataset_constructor(a: Analysis, site: CallSite) -> Optional[str]:
     if a._is_dataset_base_name(q):
         return last
     return None
+
+
+def constructor_stores(a: Analysis, site: CallSite, base: Optional[ClassInfo]) -> Tuple[List[str], Set[str], str]:
+    """(the parameters of the ``__init__`` that ``site`` runs, after ``self``; those it stores on
+    ``self`` as they are (``self._transform = transform``); where it is, when in another module:
+    `` (stored by EpicKitchenDataset.__init__, data/epic_kitchen.py:88)``). A same-file ``__init__``
+    is read from the file, one in another module of the project from the project index; nothing
+    known: nothing stored."""
+    init: Optional[FuncInfo] = None
+    owner: Optional[ClassInfo] = base
+    if base is not None:
+        init = a.resolve_method(base, "__init__", after=base)
+    else:
+        f = site.node.func
+        owner = a.module_classes.get(f.value) if isinstance(f, cst.Name) else None
+        if owner is None and isinstance(f, cst.Name):
+            d = local_definition(a, f.value, site.func)
+            owner = d if isinstance(d, ClassInfo) else None
+        if owner is not None:
+            init = a.resolve_method(owner, "__init__")
+    if init is not None:
+        params = [p for p in init.params if p != init.self_name]
+        kept = {
+            sa.value.value
+            for sa in init.self_assigns
+            if sa.kind == "assign" and isinstance(sa.value, cst.Name) and sa.value.value in params
+        }
+        return params, kept, ""
+    if owner is None or a.index is None:
+        return [], set(), ""
+    q = a.class_qname(owner)
+    if q is None:
+        return [], set(), ""
+    ref = a.index.resolve_method(q, "__init__", after=q if base is not None else None)
+    m = a.index.method(ref) if ref is not None else None
+    if m is None or ref is None:
+        return [], set(), ""
+    params = list(m.params[1:])
+    kept = {x.detail for x in m.assigns if x.kind == "param" and x.detail in params}
+    return params, kept, f" (kept by {ref.label}, {ref.path}:{ref.line})"
 
 
 class Sinks:
@@ -531,15 +635,31 @@ class Sinks:
             default_hint = (name or base.name).lower()
             # arguments a library model says the class only uses while constructing (is_valid_file)
             used_only = _used_only_args(a, site, base)
+            stored: Optional[Tuple[List[str], Set[str], str]] = None
+            pos_index = -1
             for arg in site.node.args:
                 if arg.keyword is not None and arg.keyword.value in used_only:
                     continue
+                if arg.keyword is None and not arg.star:
+                    pos_index += 1
                 hint = arg.keyword.value if arg.keyword is not None else default_hint
-                leaves += self.keeper.leaves(arg.value, site.func, hint)
+                found = self.keeper.leaves(arg.value, site.func, hint)
+                if any(leaf.factory for leaf in found):
+                    # a closure factory's result is a hazard only where the constructor keeps it
+                    if stored is None:
+                        stored = constructor_stores(a, site, base)
+                    params, kept, _ = stored
+                    name = arg.keyword.value if arg.keyword is not None else (
+                        params[pos_index] if not arg.star and 0 <= pos_index < len(params) else None
+                    )
+                    if name is None or name not in kept:
+                        found = [leaf for leaf in found if not leaf.factory]
+                leaves += found
             if not leaves:
                 continue
             if base is not None:
-                yield Sink(f"passed to the base constructor of dataset {base.name}", no_worker_processes(a, base), leaves)
+                where = stored[2] if stored is not None and stored[2] else ""
+                yield Sink(f"passed to the base constructor of dataset {base.name}{where}", no_worker_processes(a, base), leaves)
             else:
                 yield Sink(f"passed to the dataset constructor {name}()", self.call_exempt(site), leaves)
 
