@@ -648,6 +648,44 @@ class _Indexer(cst.CSTVisitor):
 _FIELDS: Dict[type, Tuple[str, ...]] = {}  # node type -> its dataclass field names
 
 
+class OwnScope(cst.CSTVisitor):
+    """A visitor of one function's own code: nested functions, classes and lambdas are not entered
+    (visit the function node itself, ``own``)."""
+
+    def __init__(self, own: Optional[cst.CSTNode]) -> None:
+        self.own = own
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.own
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+
+class _Returns(OwnScope):
+    def __init__(self, own: cst.CSTNode) -> None:
+        super().__init__(own)
+        self.values: List[cst.BaseExpression] = []
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self.values.append(node.value)
+
+
+def returned_values(fn: "FuncInfo") -> List[cst.BaseExpression]:
+    """The values of ``fn``'s own ``return`` statements (not those of functions nested in it),
+    memoised on ``fn``."""
+    got = fn.__dict__.get("_returned_values")
+    if got is None:
+        v = _Returns(fn.node)
+        fn.node.visit(v)
+        got = fn.__dict__["_returned_values"] = v.values
+    return got
+
+
 def push_children(n: cst.CSTNode, stack: List[cst.CSTNode]) -> None:
     """Push the child nodes of ``n`` onto ``stack`` (a depth-first walk without libcst's visitor:
     its dispatch costs more than the walk)."""
@@ -1690,16 +1728,7 @@ def _item_assign(a: Analysis, scope: Optional[FuncInfo], var: str, key: str) -> 
     if items is None:
         found: Dict[Tuple[str, str], cst.BaseExpression] = {}
 
-        class Items(cst.CSTVisitor):
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                return node is scope.node
-
-            def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-                return False
-
-            def visit_Lambda(self, node: cst.Lambda) -> bool:
-                return False
-
+        class Items(OwnScope):
             def visit_Assign(self, node: cst.Assign) -> None:
                 for t in node.targets:
                     tgt = t.target
@@ -1713,7 +1742,7 @@ def _item_assign(a: Analysis, scope: Optional[FuncInfo], var: str, key: str) -> 
                         if k is not None:
                             found[(tgt.value.value, k)] = node.value
 
-        scope.node.visit(Items())
+        scope.node.visit(Items(scope.node))
         items = cache[id(scope)] = found
     return items.get((var, key))
 

@@ -22,6 +22,7 @@ from flake8_forksafe.analysis import (
     dotted,
     no_worker_processes,
     param_default,
+    returned_values,
     string_value,
 )
 from flake8_forksafe.prefilter import LOADER_ATTRS  # the gate's anchor is the rule's vocabulary
@@ -252,32 +253,6 @@ def closure_factory(a: Analysis, call: cst.Call, scope: Optional[FuncInfo]) -> O
     return fn
 
 
-
-
-def returned_values(fn: FuncInfo) -> List[cst.BaseExpression]:
-    """The values of ``fn``'s own ``return`` statements (not those of functions nested in it)."""
-    got = fn.__dict__.get("_returned_values")
-    if got is None:
-        values: List[cst.BaseExpression] = []
-        root = fn.node
-
-        class R(cst.CSTVisitor):
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                return node is root
-
-            def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-                return False
-
-            def visit_Lambda(self, node: cst.Lambda) -> bool:
-                return False
-
-            def visit_Return(self, node: cst.Return) -> None:
-                if node.value is not None:
-                    values.append(node.value)
-
-        root.visit(R())
-        got = fn.__dict__["_returned_values"] = values
-    return got
 
 
 @dataclass

@@ -14,10 +14,12 @@ from flake8_forksafe.analysis import (
     ClassInfo,
     FuncInfo,
     LoaderCall,
+    OwnScope,
     int_value,
     is_main_guard,
     keyword,
     positional,
+    returned_values,
     self_attr,
     string_value,
 )
@@ -300,7 +302,7 @@ class WorkerStarts:
             inner = self.ctx(fn, self.bind(fn, value, ctx, False))
             self._stack.append(id(fn))
             try:
-                return any(self.element_is_loader(r, index, inner, depth + 1) for r in _returns(fn))
+                return any(self.element_is_loader(r, index, inner, depth + 1) for r in returned_values(fn))
             finally:
                 self._stack.pop()
         return False
@@ -449,7 +451,7 @@ class WorkerStarts:
         inner = self.ctx(fn, self.bind(fn, call, ctx, False))
         self._stack.append(id(fn))
         try:
-            return any(self.is_loader(r, inner, depth + 1) for r in _returns(fn))
+            return any(self.is_loader(r, inner, depth + 1) for r in returned_values(fn))
         finally:
             self._stack.pop()
 
@@ -612,21 +614,12 @@ class _Walker(cst.CSTVisitor):
                 self.hits.append(Hit(f"calls {label}(), which {why.rstrip(',')},"))
 
 
-class _TupleAssigns(cst.CSTVisitor):
+class _TupleAssigns(OwnScope):
     """``a, b = value`` statements of one scope: name -> [(value, position)]."""
 
     def __init__(self, out: Dict[str, List[Tuple[cst.BaseExpression, int]]], own: Optional[cst.FunctionDef]) -> None:
+        super().__init__(own)
         self.out = out
-        self.own = own
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return node is self.own
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
@@ -637,24 +630,3 @@ class _TupleAssigns(cst.CSTVisitor):
                 for i, el in enumerate(target.elements):
                     if isinstance(el.value, cst.Name):
                         self.out.setdefault(el.value.value, []).append((node.value, i))
-
-
-def _returns(fn: FuncInfo) -> List[cst.BaseExpression]:
-    out: List[cst.BaseExpression] = []
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is fn.node
-
-        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-            return False
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def visit_Return(self, node: cst.Return) -> None:
-            if node.value is not None:
-                out.append(node.value)
-
-    fn.node.visit(V())
-    return out
