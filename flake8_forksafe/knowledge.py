@@ -83,6 +83,8 @@ class Knowledge:
     collate_method_words: Tuple[str, ...] = ()  # dataset methods that are the loader's collate_fn
     loader_consumer_methods: FrozenSet[str] = frozenset()  # FRK401: `trainer.fit(model, dl)` iterates dl
     loader_factory_words: Tuple[str, ...] = ()  # FRK401: `x.to_dataloader(num_workers=2)` builds a loader
+    lazy_pools: FrozenSet[str] = frozenset()  # FRK401: executors that start workers on first submit/map
+    lazy_pool_starts: FrozenSet[str] = frozenset()
     library_classes: Dict[str, LibraryClass] = field(default_factory=dict)  # rules/libraries.toml
     not_datasets: FrozenSet[str] = frozenset()  # look-alike `...Dataset` classes that are not torch datasets
     not_dataset_modules: Tuple[str, ...] = ()  # modules none of whose classes is a torch dataset
@@ -267,6 +269,8 @@ def _build(data: Dict[str, dict]) -> Knowledge:
         collate_method_words=tuple(w.lower() for w in datasets.get("collate_method_words", ())),
         loader_consumer_methods=frozenset(mp.get("loader_consumer_methods", ())),
         loader_factory_words=tuple(w.lower() for w in mp.get("loader_factory_words", ())),
+        lazy_pools=frozenset(mp.get("lazy_pools", ())),
+        lazy_pool_starts=frozenset(mp.get("lazy_pool_starts", ())),
         library_classes=library_classes,
         not_datasets=frozenset(libs.get("not_datasets", ())),
         not_dataset_modules=tuple(libs.get("not_dataset_modules", ())),

@@ -117,7 +117,7 @@ class _Names:
         # qualified names, matched exactly as the analysis matches them
         self.setters = k.start_method_setters | k.forkserver_preload
         self.get_context = k.get_context
-        self.starters = k.pools | k.process_classes | k.spawners | k.get_context
+        self.starters = k.pools | k.lazy_pools | k.process_classes | k.spawners | k.get_context
         self.process_classes = k.process_classes
         self.loader_factory_words = k.loader_factory_words
 

@@ -3,6 +3,8 @@ under spawn while the unguarded one dies while bootstrapping."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -426,3 +428,64 @@ def test_fix_declines_when_a_definition_follows_the_rebinding():
     """
     assert findings(src) == [(5, 0, None)]  # reported, not offered as a fix
     assert fixed(src) == textwrap.dedent(src)
+
+
+LAZY_POOL = """
+from concurrent.futures import ProcessPoolExecutor
+import concurrent.futures as cf
+
+POOL = ProcessPoolExecutor(4)
+OTHER = cf.ProcessPoolExecutor(max_workers=2)
+
+
+def work(x):
+    return x * 2
+
+
+def run(xs):
+    return list(POOL.map(work, xs))
+"""
+
+
+def test_an_executor_made_at_module_level_starts_nothing():
+    """ProcessPoolExecutor starts its processes on the first submit/map (measured on 3.9-3.13), so
+    making one at module level and using it in functions or under the guard is not a finding."""
+    assert findings(LAZY_POOL) == []
+    assert findings(LAZY_POOL + "\nif __name__ == '__main__':\n    print(run(range(3)))\n") == []
+
+
+@pytest.mark.parametrize(
+    "tail, line",
+    [
+        ("futures = [POOL.submit(work, i) for i in range(3)]\n", 16),
+        ("print(run(range(3)))\n", 16),
+        ("with cf.ProcessPoolExecutor(2) as ex:\n    print(list(ex.map(work, range(3))))\n", 16),
+        ("ex = OTHER\nex.submit(work, 1)\n", 17),
+    ],
+)
+def test_an_executor_used_at_module_level_is_reported(tail, line):
+    got = check_dedented(LAZY_POOL + "\n" + tail, "script.py", CFG)
+    assert [(f.line, f.col) for f in got] == [(line, 0)]
+    assert "ProcessPoolExecutor" in got[0].message or "run()" in got[0].message
+
+
+def test_a_module_level_executor_is_harmless_under_spawn(tmp_path):
+    """The runtime fact behind the rule: a spawn child re-imports the script and makes another idle
+    executor, and nothing else happens (no process is started by the import)."""
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import multiprocessing as mp\n"
+        "from concurrent.futures import ProcessPoolExecutor\n\n"
+        "POOL = ProcessPoolExecutor(2, mp_context=mp.get_context('spawn'))\n"
+        "print('imported', mp.current_process().name, len(mp.active_children()), flush=True)\n\n\n"
+        "def work(x):\n    return x * 2\n\n\n"
+        "if __name__ == '__main__':\n"
+        "    print(sorted(POOL.map(work, range(4))), flush=True)\n"
+    )
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "imported MainProcess 0"  # making the executor started no process
+    assert "[0, 2, 4, 6]" in lines
+    children = [line for line in lines[1:] if line != "[0, 2, 4, 6]"]
+    assert children and all(line.startswith("imported SpawnProcess") for line in children), lines

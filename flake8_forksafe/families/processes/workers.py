@@ -33,7 +33,7 @@ class Ctx:
     """Where an expression is evaluated: a function (None: module level), the arguments bound to
     its parameters by the call being followed, and the instance ``self`` stands for."""
 
-    __slots__ = ("scope", "env", "inst", "for_loaders", "for_procs")
+    __slots__ = ("scope", "env", "inst", "for_loaders", "for_procs", "for_pools")
 
     def __init__(
         self,
@@ -45,6 +45,7 @@ class Ctx:
         self.env = env or {}
         self.inst = inst
         self.for_loaders: Set[str] = set()  # names bound by `for x in [loader_a, loader_b]`
+        self.for_pools: Set[str] = set()  # names bound by `with ProcessPoolExecutor() as ex`
         self.for_procs: Set[str] = set()  # names bound by `for p in processes`
 
 
@@ -111,7 +112,7 @@ class WorkerStarts:
         if any(keyword(site.node, "num_workers") is not None and self.loader_factory(site.node, self.ctx(site.func)) for site in self.a.calls):
             return True
         k = self.k
-        names = k.pools | k.process_classes | k.spawners | k.get_context
+        names = k.pools | k.lazy_pools | k.process_classes | k.spawners | k.get_context
         if any(site.qname in names for site in self.a.calls):
             return True
         return any(self.process_class(c) for c in self.a.module_classes.values())
@@ -527,6 +528,22 @@ class WorkerStarts:
             return any(self.holds_process(v, c, depth + 1) for v, c in self.values(expr.value, ctx))
         return False
 
+    def is_lazy_pool(self, expr: Optional[cst.BaseExpression], ctx: Ctx, depth: int = 0) -> Optional[str]:
+        """The executor (``lazy_pools``) that ``expr`` is, which starts its workers on first use."""
+        if expr is None or depth > MAX_DEPTH:
+            return None
+        if isinstance(expr, cst.Call):
+            q = self.a.qualify(expr.func)
+            return q if q in self.k.lazy_pools and not self.forked(expr, ctx) else None
+        if isinstance(expr, cst.Name):
+            if expr.value in ctx.for_pools:
+                return "ProcessPoolExecutor"
+            for v, c in self.values(expr.value, ctx):
+                got = self.is_lazy_pool(v, c, depth + 1)
+                if got is not None:
+                    return got
+        return None
+
     def pool_call(self, call: cst.Call, ctx: Ctx) -> Optional[str]:
         """The name of a pool / executor / spawner that this call starts, if any."""
         q = self.a.qualify(call.func)
@@ -583,6 +600,11 @@ class _Walker(cst.CSTVisitor):
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self._iter(node.iter)
 
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None and isinstance(node.asname.name, cst.Name):
+            if self.ws.is_lazy_pool(node.item, self.ctx) is not None:
+                self.ctx.for_pools.add(node.asname.name.value)
+
     def visit_Call(self, node: cst.Call) -> None:
         ws, ctx = self.ws, self.ctx
         q = ws.a.qualify(node.func)
@@ -602,6 +624,11 @@ class _Walker(cst.CSTVisitor):
         if pool is not None:
             self.hits.append(Hit(f"calls {pool.rsplit('.', 1)[-1]}(), which starts worker processes,"))
             return
+        if isinstance(f, cst.Attribute) and f.attr.value in ws.k.lazy_pool_starts:
+            lazy = ws.is_lazy_pool(f.value, ctx)
+            if lazy is not None:  # an executor starts its processes on the first submit / map
+                self.hits.append(Hit(f"calls .{f.attr.value}() on a {lazy.rsplit('.', 1)[-1]}, which starts worker processes,"))
+                return
         f = node.func
         if isinstance(f, cst.Attribute) and f.attr.value == "start" and ws.is_process(f.value, ctx):
             self.hits.append(Hit("starts a Process", start_call=node))
