@@ -19,6 +19,7 @@ import ast
 import hashlib
 import json
 import os
+import stat
 import re
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -33,6 +34,7 @@ CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module l
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
 MAX_KEEPER_MODULES = 24  # modules ProjectIndex.keepers summarises for one holder class
+MAX_TEXT_BYTES = 4_000_000  # a listed package file larger than this is not read (_file_text)
 
 # --------------------------------------------------------------------------------------------------
 # summaries (plain data)
@@ -1701,12 +1703,18 @@ class ProjectIndex:
         return self._memo[key]  # type: ignore[return-value]
 
     def _file_text(self, p: Path) -> str:
+        """The text of a project file found by listing a package (``_package_files``): only a regular
+        file is read (a FIFO named ``x.py`` would block the run forever), and one over
+        ``MAX_TEXT_BYTES`` counts as empty (it is not a module anybody imports)."""
         t = self._texts.get(p)
         if t is None:
+            t = ""
             try:
-                t = p.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                t = ""
+                st = os.stat(p)
+                if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_TEXT_BYTES:
+                    t = p.read_bytes().decode("utf-8", "replace")
+            except (OSError, ValueError):
+                pass
             self._texts[p] = t
         return t
 
