@@ -194,7 +194,7 @@ class StmtFact:
         self.bases: List[Tuple[Optional[str], ...]] = []  # per class statement
         self.names: Set[str] = set()  # Name ids
         self.attrs: Set[str] = set()  # attribute names
-        self.imports = False
+        self.imports: Tuple[str, ...] = ()  # the names its imports bind ("*": a star import)
         self.lambdas = False
         self.local_defs = False  # a def / class inside a function
         self.globals = False  # a ``global`` statement (a function rebinding a module-level name)
@@ -282,20 +282,21 @@ def stmt_fact(stmt: ast.stmt, offset: int, imports: Dict[str, Set[str]]) -> Stmt
             f.globals = True
             continue
         elif t is ast.Import:
-            f.imports = True
             for a in node.names:  # type: ignore[attr-defined]
                 if a.asname:
                     imports.setdefault(a.asname, set()).add(a.name)
+                    f.imports += (a.asname,)
                 else:
                     root = a.name.split(".", 1)[0]
                     imports.setdefault(root, set()).add(root)
+                    f.imports += (root,)
             continue
         elif t is ast.ImportFrom:
-            f.imports = True
             mod = "." * node.level + (node.module or "")  # type: ignore[attr-defined]
             for a in node.names:  # type: ignore[attr-defined]
                 if a.name != "*":
                     imports.setdefault(a.asname or a.name, set()).add(f"{mod}.{a.name}" if mod else a.name)
+                f.imports += (a.asname or a.name,)
             continue
         fields = _CHILD_FIELDS.get(t)
         if fields is None:

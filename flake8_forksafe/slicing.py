@@ -7,7 +7,8 @@ the columns of the rest are unchanged and a line map gives back each original li
 ``# noqa`` stay exact). Kept are:
 
 - all module-level code that is not a ``def`` / ``class`` (except long literal-only containers);
-- a ``def`` / ``class`` holding an import or a ``global`` statement, or an anchor that one of the
+- a ``def`` / ``class`` holding a ``global`` statement, or an import that changes what kept code's
+  names mean (``_imports_matter``), or an anchor that one of the
   enabled rules declares (``ANCHORS`` on each check class, tested as the gate tests them,
   ``_anchored``): for the dataset and loader anchors a lambda or local function or class, a dataset
   / loader base, a loader or dataset call, a three-argument ``type()``, a ``worker_init_fn=`` /
@@ -54,8 +55,9 @@ _DATA = frozenset({DATASET_CLASS, LOADER_CALL, LOCAL_CALLABLE})
 
 def _anchored(facts: Facts, s: StmtFact, anchors: FrozenSet[str] = ALL_ANCHORS) -> bool:
     """A ``def`` / ``class`` holding one of ``anchors`` (the enabled rules' declarations, as the gate
-    tests them), or what every analysis needs whole: an import, a ``global`` statement."""
-    if s.imports or s.globals:
+    tests them), or a ``global`` statement (a function rebinding a module-level name). Its imports
+    alone do not anchor it (``_imports_matter``)."""
+    if s.globals:
         return True
     data = bool(anchors & _DATA)
     if data and (s.lambdas or s.local_defs):
@@ -83,6 +85,19 @@ def _anchored(facts: Facts, s: StmtFact, anchors: FrozenSet[str] = ALL_ANCHORS) 
     return False
 
 
+def _imports_matter(facts: Facts, s: StmtFact, kept_refs: Set[str], kept_binds: Set[str]) -> bool:
+    """The analysis counts an import anywhere in the file as a binding of its name (local imports
+    included, the last one in source order winning): dropping a ``def`` / ``class`` that imports
+    changes what the kept code's names mean only when one of its names is imported with another
+    target elsewhere in the file, or when kept code uses a name nothing kept imports (or a star
+    import). Otherwise its imports are dropped with it."""
+    imports = facts.imports
+    for name in s.imports:
+        if name == "*" or len(imports.get(name, ())) > 1 or (name in kept_refs and name not in kept_binds):
+            return True
+    return False
+
+
 def _imported_base(facts: Facts, s: StmtFact) -> bool:
     """A class with a base bound by an import: with a project index, such a base may be a dataset
     class of another module of the project, which the file's facts cannot tell."""
@@ -101,6 +116,7 @@ def dropped_spans(
     drop: List[Tuple[int, int]] = []
     units: List[StmtFact] = []
     kept_refs: Set[str] = set()
+    kept_binds: Set[str] = set()  # names the kept statements import
     for s in facts.stmts:
         if s.name:
             units.append(s)
@@ -108,6 +124,7 @@ def dropped_spans(
             drop.append((s.start, s.end))
         else:
             kept_refs |= s.names | s.attrs
+            kept_binds.update(s.imports)
     live = [_anchored(facts, u, anchors) for u in units]
     if project:
         imported = [not on and bool(u.bases) and _imported_base(facts, u) for u, on in zip(units, live)]
@@ -118,14 +135,20 @@ def dropped_spans(
         if on:
             kept_names.add(u.name)
             kept_refs |= u.names | u.attrs
+            kept_binds.update(u.imports)
     changed = True
     while changed:
         changed = False
         for i, u in enumerate(units):
-            if not live[i] and (u.name in kept_refs or (u.names | u.attrs) & kept_names):
+            if not live[i] and (
+                u.name in kept_refs
+                or (u.names | u.attrs) & kept_names
+                or (u.imports and _imports_matter(facts, u, kept_refs, kept_binds))
+            ):
                 live[i] = True
                 kept_names.add(u.name)
                 kept_refs |= u.names | u.attrs
+                kept_binds.update(u.imports)
                 changed = True
     dropped = {id(u) for u, on in zip(units, live) if not on}
     stmts = facts.stmts
