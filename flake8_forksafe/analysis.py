@@ -981,13 +981,29 @@ class Analysis:
         """For a class whose ``__init__`` keeps a handle: which dataset of the project keeps its
         objects on the parent side (``ProjectIndex.keepers``), as FRK101's message says it; "" if none."""
         q = self.class_qname(cls)
-        if q is None or self.index.holder(q) is None:
+        if q is None or (self.project_class_qname(cls) is None and not self._keeps_calls(cls)):
+            return ""  # what its own methods keep on self holds no call: no handle (nor the summary asked)
+        if self.index.holder(q) is None:
             return ""
         got = self.index.keepers(q)
         if got is None:
             return ""
         ds, attr, path, line = got
         return f"dataset {ds} keeps its objects in self.{attr}, {path}:{line}"
+
+    def _keeps_calls(self, cls: ClassInfo) -> bool:
+        """A method of the class or its same-file bases stores on ``self`` a value holding a call
+        (the index's "factory"/"call" kinds need one)."""
+        for c in self.mro(cls):
+            for fn in c.methods.values():
+                for sa in fn.self_assigns:
+                    stack: List[cst.CSTNode] = [sa.value] if sa.value is not None else []
+                    while stack:
+                        n = stack.pop()
+                        if isinstance(n, cst.Call):
+                            return True
+                        push_children(n, stack)
+        return False
 
     def registry_classes(self, cls: ClassInfo) -> List[ClassInfo]:
         """Classes of this module listed in a module-level registry (a dict / list / tuple literal,
@@ -1067,12 +1083,41 @@ class Analysis:
         mod = self.module_name[0]
         return f"{mod}.{cls.name}" if mod else cls.name
 
+    def outside_bases(self, cls: ClassInfo) -> List[str]:
+        """The bases of ``cls`` and of its same-file bases that are not defined in this file, made
+        absolute (what the index resolves)."""
+        out: List[str] = []
+        for c in self.mro(cls):
+            for b, q in zip(c.bases, c.base_qnames):
+                if q and self.local_base(b) is None:
+                    q = self.absolute(q)
+                    if q not in out:
+                        out.append(q)
+        return out
+
+    def project_class_qname(self, cls: ClassInfo) -> Optional[str]:
+        """``class_qname`` for a class with a base (through its same-file bases) defined in another
+        module of the project, else None: the questions about what such bases add (their methods,
+        hooks, what their ``__init__`` keeps) have no answer for another class, and asking them would
+        summarise this very file for the index (a quarter of the index's time on dataset code)."""
+        q = self.class_qname(cls)
+        if q is None:
+            return None
+        key = ("project_class", id(cls))
+        got = self._memo.get(key)
+        if got is None:
+            try:
+                got = self._memo[key] = any(self.index.resolve_class(b) is not None for b in self.outside_bases(cls))
+            except RecursionError:
+                got = self._memo[key] = False
+        return q if got else None
+
     def base_method(self, cls: ClassInfo, name: str) -> Optional["MethodRef"]:
         """Where ``cls`` gets method ``name`` from when a base in another module defines it
         (path, line, qualified class); None when it is defined in this file or nowhere known."""
         if self.resolve_method(cls, name) is not None:
             return None
-        q = self.class_qname(cls)
+        q = self.project_class_qname(cls)
         if q is None:
             return None
         ref = self.index.resolve_method(q, name)
@@ -1091,7 +1136,7 @@ class Analysis:
         """Values of the index's ``Assign.kind`` in ``kinds`` ("factory", "generator", "rng", "cuda")
         kept on ``self`` by methods in other modules of the project that this class's ``__init__``
         reaches, unless that module reports them itself."""
-        q = self.class_qname(cls)
+        q = self.project_class_qname(cls)
         if q is None:
             return []
         me = self.module_name[0]
@@ -1131,7 +1176,7 @@ class Analysis:
         """``self.X`` attributes that a base class of ``cls`` in another module of the project passes
         to a DataLoader as ``collate_fn``/``worker_init_fn`` (``num_workers`` not literally 0):
         attribute -> (``Base.method``, path, line)."""
-        q = self.class_qname(cls)
+        q = self.project_class_qname(cls)
         if q is None:
             return {}
         me = self.module_name[0]
@@ -1210,11 +1255,16 @@ class Analysis:
             for b, q in zip(c.bases, c.base_qnames):
                 if q and self.local_base(b) is None and q not in out:
                     out.append(q)
-        me = self.class_qname(cls)
-        if me is not None:
-            for o in self.index.base_chain(me)[1]:
-                if o not in out:
-                    out.append(o)
+        if self.class_qname(cls) is None:
+            return out
+        me = self.project_class_qname(cls)
+        # a class without project bases: the outside names its outside bases canonically have
+        outs = self.index.base_chain(me)[1] if me is not None else [
+            o for q in self.outside_bases(cls) for o in self.index.base_chain(q)[1]
+        ]
+        for o in outs:
+            if o not in out:
+                out.append(o)
         return out
 
     @_per_class
@@ -1226,7 +1276,7 @@ class Analysis:
         names: List[str] = []
         for q in self.library_bases(cls):
             names += [h for h in k.library_hooks(q) if h not in names]
-        me = self.class_qname(cls)
+        me = self.project_class_qname(cls)
         if me is not None:
             names += [r.name for r in self.index.init_reach(me) if r.cls == me and r.name not in names]
         return names
