@@ -35,6 +35,10 @@ ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
 MAX_KEEPER_MODULES = 24  # modules ProjectIndex.keepers summarises for one holder class
 MAX_TEXT_BYTES = 4_000_000  # a listed package file larger than this is not read (_file_text)
+# a package whose files add up to more than this is not searched for datasets keeping a holder's
+# objects (keepers): torch's own 46 MB made every holder question read (and keep) all of it, for no
+# finding; the largest real project of the labelled corpus has 11 MB
+MAX_HOLDER_PACKAGE_BYTES = 16_000_000
 
 # --------------------------------------------------------------------------------------------------
 # summaries (plain data)
@@ -982,7 +986,7 @@ class ProjectIndex:
         # answers of canonical / base_chain: a first summary of a module changes none (a query that
         # reads a module summarises it first); a summary replaced or a new source root forgets them
         self._memo: Dict[Tuple[str, str], object] = {}
-        self._texts: Dict[Path, str] = {}  # project files read by ``keepers``
+        self._file_texts: Dict[Path, str] = {}  # project files read by ``keepers``
 
     # -- modules and paths
     def source_roots(self) -> List[Path]:
@@ -1118,7 +1122,7 @@ class ProjectIndex:
         module, is_package = self.module_for(str(path))
         if module in self.summaries:
             self._memo.clear()  # a summary replaced (unsaved text, flake8's tree): answers may change
-            self._texts.clear()
+            self._file_texts.clear()
         shown = os.path.relpath(path, self.root) if Path(path).resolve().is_relative_to(self.root) else str(path)
         try:
             if data is None:
@@ -1706,7 +1710,7 @@ class ProjectIndex:
         """The text of a project file found by listing a package (``_package_files``): only a regular
         file is read (a FIFO named ``x.py`` would block the run forever), and one over
         ``MAX_TEXT_BYTES`` counts as empty (it is not a module anybody imports)."""
-        t = self._texts.get(p)
+        t = self._file_texts.get(p)
         if t is None:
             t = ""
             try:
@@ -1715,8 +1719,25 @@ class ProjectIndex:
                     t = p.read_bytes().decode("utf-8", "replace")
             except (OSError, ValueError):
                 pass
-            self._texts[p] = t
+            self._file_texts[p] = t
         return t
+
+    def holder_search_too_big(self, qname: str) -> bool:
+        """The package of ``qname`` has more than ``MAX_HOLDER_PACKAGE_BYTES`` of files: no search
+        for datasets keeping a holder's objects there (no finding rather than a slow search)."""
+        top = qname.split(".", 1)[0]
+        key = ("package_bytes", top)
+        if key not in self._memo:
+            total = 0
+            for p in self._package_files(qname):
+                try:
+                    total += os.stat(p).st_size
+                except OSError:
+                    pass
+                if total > MAX_HOLDER_PACKAGE_BYTES:
+                    break
+            self._memo[key] = total > MAX_HOLDER_PACKAGE_BYTES
+        return bool(self._memo[key])
 
     def keepers(self, holder: str) -> Optional[Tuple[str, str, str, int]]:
         """A dataset of the project that keeps instances of the class ``holder`` (made on the parent
@@ -1728,6 +1749,8 @@ class ProjectIndex:
         if key in self._memo:
             return self._memo[key]  # type: ignore[return-value]
         self._memo[key] = None
+        if self.holder_search_too_big(holder):
+            return None
         known = {holder.rsplit(".", 1)[-1]}
         new = set(known)
         mods: Dict[Path, ModuleSummary] = {}
@@ -1821,7 +1844,8 @@ class ProjectIndex:
         if "__init__" in text and self.k.derived("index.holder_text", _holder_text).search(text):
             # a class here may be a handle holder whose objects a dataset elsewhere in its package
             # keeps (``keepers``): modules that import this one decide its findings too
-            for p in self._package_files(module or Path(path).stem):
+            top = module or Path(path).stem
+            for p in [] if self.holder_search_too_big(top) else self._package_files(top):
                 if str(p) != str(path):
                     parts.append(f"{p}:{hashlib.sha1(self._file_text(p).encode()).hexdigest()}")
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
@@ -2009,6 +2033,9 @@ def has_kept_holder(index: ProjectIndex, path: str, k: Knowledge, text: str) -> 
     project keeps its objects (``ProjectIndex.keepers``): the gate's question for a file without a
     dataset of its own. Asked only when the text has ``self.x = <factory>(`` on one line."""
     if "__init__" not in text or not k.derived("index.holder_text", _holder_text).search(text):
+        return False
+    module = index.module_for(path)[0]
+    if index.holder_search_too_big(module or Path(path).stem):
         return False
     s = index.summary_of_path(path)
     for name, c in s.classes.items():

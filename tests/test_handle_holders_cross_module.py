@@ -290,3 +290,24 @@ def test_warm_cache_sees_a_dataset_start_keeping_a_holder(tmp_path: Path) -> Non
     write(tmp_path, {"slides/data.py": unkept})
     fourth = forksafe(tmp_path, ".", "--select", "FRK1")
     assert fourth.stdout == "", fourth.stdout
+
+
+def test_holder_search_skips_a_package_over_the_size_cap(tmp_path: Path, monkeypatch) -> None:
+    """A package whose files add up to more than ``MAX_HOLDER_PACKAGE_BYTES`` is not searched for
+    datasets keeping a holder's objects (torch's 46 MB made every holder question read all of it):
+    the same project is found just under the cap and not just over it."""
+    from flake8_forksafe import index as ix_mod
+    from flake8_forksafe.config import Config
+
+    write(tmp_path, {"pyproject.toml": "", **SLIDES})
+    total = sum(p.stat().st_size for p in (tmp_path / "slides").rglob("*.py"))
+    k = Config().knowledge
+    for cap, found in ((total, True), (total - 1, False)):
+        monkeypatch.setattr(ix_mod, "MAX_HOLDER_PACKAGE_BYTES", cap)
+        ix = ix_mod.ProjectIndex(tmp_path, k)
+        got = ix.keepers("slides.readers.SlideReader")
+        assert (got is not None) is found, (cap, got)
+        if found:
+            assert got[:2] == ("Slides", "readers")
+        text = (tmp_path / "slides" / "readers.py").read_text()
+        assert ix_mod.has_kept_holder(ix, str(tmp_path / "slides" / "readers.py"), k, text) is found
