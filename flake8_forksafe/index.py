@@ -711,8 +711,9 @@ def reach_words(k: Knowledge) -> Tuple[str, ...]:
     """Every word a name that resolution produces must contain for ``has_project_dataset`` to say
     yes: the last part of each dataset base (a qualified base, a configured simple name), each
     dataset name suffix, and the DataLoader keywords ``Method.loader_attrs`` is made of."""
-    words = {q.rsplit(".", 1)[-1] for q in k.dataset_bases} | set(k.dataset_base_suffixes)
-    return tuple(sorted(words | {"collate_fn", "worker_init_fn"}))
+    words = {q.rsplit(".", 1)[-1] for q in k.dataset_bases} | set(k.dataset_base_suffixes) | {"collate_fn", "worker_init_fn"}
+    # a word holding another (``IterableDataset`` holds ``Dataset``) adds no answer, only a scan
+    return tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
 
 
 def _words(pattern: "re.Pattern[str]", text: str) -> Iterable["re.Match[str]"]:
