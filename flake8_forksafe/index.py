@@ -24,7 +24,7 @@ import re
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import _dotted  # the gate's dotted-name reader: one definition
@@ -700,6 +700,18 @@ _FUNC_DEF = re.compile(r"def\s+(\w+)")
 _IMPORT_WORD = re.compile(r"import\b")
 _FROM_BEFORE = re.compile(r"\bfrom\s+([\w.\s]*)$")
 _KEYWORD_CONTINUED = re.compile(r"\b(?:class|def|import|from)[ \t]*\\")
+_KEYWORD_BEFORE = re.compile(r"\b(?:class|def|import|from)[ \t]*$")
+
+
+def _keyword_continued(text: str) -> bool:
+    """``_KEYWORD_CONTINUED.search(text)``, found from the backslashes (a search that starts with
+    ``\\b`` and an alternation scans every character slowly; a file has few backslashes)."""
+    i = text.find("\\")
+    while i >= 0:
+        if _KEYWORD_BEFORE.search(text, text.rfind("\n", 0, i) + 1, i):
+            return True
+        i = text.find("\\", i + 1)
+    return False
 _DOTTED_TEXT = re.compile(r"[^\W\d]\w*(?:\s*\.\s*[^\W\d]\w*)*")
 _SPACE = re.compile(r"\s+")
 _SPACED_DOT = re.compile(r"\s*\.\s*")
@@ -758,7 +770,7 @@ class TextModule:
         self.module = module
         self.text = text
         self.interesting = any(w in text for w in words)
-        self.unclear = bool(_KEYWORD_CONTINUED.search(text))
+        self.unclear = _keyword_continued(text)
         self.imports: Dict[str, Set[str]] = {}
         self.classes: Dict[str, Optional[List[str]]] = {}  # name -> base expressions (None: not read)
         self.defs: Set[str] = {m.group(1) for m in _words(_FUNC_DEF, text)}
@@ -1959,7 +1971,7 @@ class ProjectIndex:
 _INDEXES: Dict[Tuple[Path, int], ProjectIndex] = {}
 
 
-def index_for(path: str, knowledge: Knowledge, use_cache: bool = True, roots: Optional[Dict[str, Path]] = None) -> ProjectIndex:
+def index_for(path: str, knowledge: Knowledge, use_cache: bool = True, roots: Optional[Dict[Any, Path]] = None) -> ProjectIndex:
     """The per-process index of a file's project (one per project root and knowledge): the flake8
     plugin and the language server keep one per project for the life of the process. ``roots``: a
     directory -> project root memo held by a caller for whom files do not come and go during its
@@ -1967,10 +1979,17 @@ def index_for(path: str, knowledge: Knowledge, use_cache: bool = True, roots: Op
     if roots is None:
         root = project_root(path)
     else:
-        d = os.path.dirname(os.path.realpath(path))  # the root depends on the file's real directory only
-        root = roots.get(d)  # type: ignore[assignment]
+        # the root depends on the file's real directory only: a file that is not a link has the
+        # real directory of its directory as written (one lstat, not realpath's one per component)
+        raw = None if os.path.islink(path) else ("dir", os.path.dirname(os.path.abspath(path)))
+        root = roots.get(raw) if raw is not None else None  # type: ignore[assignment]
         if root is None:
-            root = roots[d] = project_root(path)
+            d = os.path.dirname(os.path.realpath(path))
+            root = roots.get(d)  # type: ignore[assignment]
+            if root is None:
+                root = roots[d] = project_root(path)
+            if raw is not None:
+                roots[raw] = root  # type: ignore[index]
     key = (root, id(knowledge))
     ix = _INDEXES.get(key)
     if ix is None or ix.k is not knowledge:

@@ -475,3 +475,19 @@ def test_dependency_digest_follows_imports_transitively(tmp_path: Path) -> None:
         after = digest()
         assert after != before, rel
         before = after
+
+
+def test_keyword_continued_equals_its_regex() -> None:
+    """TextModule's "unclear" test (a keyword continued by a backslash) is found from the backslashes,
+    and answers as the regex it replaces does, on tricky cases and every fixture and module here."""
+    from flake8_forksafe.index import _KEYWORD_CONTINUED, _keyword_continued
+
+    cases = ["from x \\\n import y", "import \\\n a", "xclass \\\n", "class\t\\", "a = 'from' \\\n",
+             "classy \\\n", "  def \\\n f(): pass", "\\ class \\", "from" + " " * 60 + "\\\n", "x = 1 \\\n + 2",
+             "import\\", "\\", "", "def\\\r\n f(): pass"]
+    here = Path(__file__).resolve().parent.parent
+    texts = cases + [p.read_text(encoding="utf-8", errors="replace")
+                     for d in ("fixtures", "flake8_forksafe", "tests") for p in sorted((here / d).rglob("*.py"))]
+    got = [(_keyword_continued(t), bool(_KEYWORD_CONTINUED.search(t))) for t in texts]
+    assert all(a == b for a, b in got), [t for t, (a, b) in zip(texts, got) if a != b][:3]
+    assert sum(b for _, b in got) >= 5  # the cases above hold positives
