@@ -39,6 +39,8 @@ MAX_TEXT_BYTES = 4_000_000  # a listed package file larger than this is not read
 # objects (keepers): torch's own 46 MB made every holder question read (and keep) all of it, for no
 # finding; the largest real project of the labelled corpus has 11 MB
 MAX_HOLDER_PACKAGE_BYTES = 16_000_000
+# directories of a project that hold no module of it (``ProjectIndex.importers``)
+_NOT_PROJECT_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env", "build", "dist"})
 
 # --------------------------------------------------------------------------------------------------
 # summaries (plain data)
@@ -1751,6 +1753,48 @@ class ProjectIndex:
                     break
             self._memo[key] = total > MAX_HOLDER_PACKAGE_BYTES
         return bool(self._memo[key])
+
+    def importers(self, path: str, limit: int = 3) -> Optional[List[str]]:
+        """Up to ``limit`` project files (relative to the root) that import the module of ``path``
+        (``import m``, ``from m import x``, ``from pkg import m``, or a submodule of the package
+        ``m``), read as text as ``dependency_digest`` reads imports; None when the project's files
+        add up to more than ``MAX_HOLDER_PACKAGE_BYTES`` (not searched)."""
+        module, _ = self.module_for(path)
+        if not module:
+            return []
+        key = ("importers", module)
+        if key in self._memo:
+            return self._memo[key]  # type: ignore[return-value]
+        me = os.path.realpath(path)
+        last = module.rpartition(".")[2].encode()
+        out: List[str] = []
+        total = 0
+        for top, dirs, files in os.walk(self.root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _NOT_PROJECT_DIRS)
+            for name in sorted(files):
+                if not name.endswith(".py"):
+                    continue
+                p = Path(top) / name
+                try:
+                    st = os.stat(p)
+                    if not stat.S_ISREG(st.st_mode) or os.path.realpath(p) == me:
+                        continue
+                    total += st.st_size
+                    if total > MAX_HOLDER_PACKAGE_BYTES:
+                        self._memo[key] = None
+                        return None
+                    if st.st_size > MAX_TEXT_BYTES or last not in p.read_bytes():
+                        continue
+                except OSError:
+                    continue
+                m, is_package = self.module_for(str(p))
+                if module in self._imports_of(m, is_package, p)[1]:
+                    out.append(os.path.relpath(p, self.root))
+                    if len(out) >= limit:
+                        self._memo[key] = out
+                        return out
+        self._memo[key] = out
+        return out
 
     def keepers(self, holder: str) -> Optional[Tuple[str, str, str, int]]:
         """A dataset of the project that keeps instances of the class ``holder`` (made on the parent

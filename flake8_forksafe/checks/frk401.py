@@ -8,7 +8,7 @@ import libcst as cst
 
 from flake8_forksafe.analysis import Analysis
 from flake8_forksafe.families.processes.workers import WorkerStarts
-from flake8_forksafe.model import SAFE, Example, Report, Rule
+from flake8_forksafe.model import SAFE, UNSAFE, Example, Report, Rule
 
 
 GUARD = 'if __name__ == "__main__":'
@@ -130,15 +130,20 @@ p.join()
         hits = WorkerStarts(a).top_level()
         if not hits:
             return
-        from flake8_forksafe.families.processes.main_guard import GuardPlan, plan_main_guard
+        from flake8_forksafe.families.processes.main_guard import GuardPlan, importers_reason, plan_main_guard
 
         if a.reduced:  # the engine analyses the whole file for the plan (its findings are those)
             plan = GuardPlan(False, reason="planned on the whole file")
         else:
             plan = plan_main_guard(a, [stmt for stmt, _ in hits])
+        why_unsafe = importers_reason(a) if plan.fixable else ""
         for stmt, hit in hits:
             node = hit.start_call if hit.start_call is not None else stmt
-            yield self.report(node, self.message(hit.why), fixable=plan.fixable, data=plan)
+            message = self.message(hit.why) + (f" (unsafe fix: {why_unsafe})" if why_unsafe else "")
+            rep = self.report(node, message, fixable=plan.fixable, data=plan)
+            if why_unsafe:
+                rep.applicability = UNSAFE
+            yield rep
 
     @staticmethod
     def message(why: str) -> str:

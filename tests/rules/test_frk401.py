@@ -3,6 +3,8 @@ under spawn while the unguarded one dies while bootstrapping."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -489,3 +491,65 @@ def test_a_module_level_executor_is_harmless_under_spawn(tmp_path):
     assert "[0, 2, 4, 6]" in lines
     children = [line for line in lines[1:] if line != "[0, 2, 4, 6]"]
     assert children and all(line.startswith("imported SpawnProcess") for line in children), lines
+
+
+POOL_SCRIPT = """\
+import multiprocessing as mp
+
+
+def work(i):
+    return i * i
+
+
+pool = mp.Pool(2)
+squares = pool.map(work, range(4))
+print(squares)
+"""
+
+
+def _forksafe(cwd, *args):
+    return subprocess.run([sys.executable, "-m", "flake8_forksafe", *args], cwd=cwd, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize(
+    "importer",
+    [
+        {"test_train.py": "import train\n\n\ndef test_squares():\n    assert train.squares == [0, 1, 4, 9]\n"},
+        {"tools/report.py": "from train import squares\n\nprint(squares)\n"},
+        {"pkg/__init__.py": "", "pkg/train.py": None, "pkg/cli.py": "from pkg import train\n"},
+        {"pkg/__init__.py": "", "pkg/train.py": None, "pkg/cli.py": "from . import train as t\n"},
+    ],
+)
+def test_fix_is_unsafe_when_a_project_module_imports_the_script(tmp_path, importer):
+    """Moving the top-level code under the guard keeps the script's behaviour when it is run, but a
+    module importing it would no longer run that code (nor find its names): the fix is unsafe then,
+    and the message says which module imports it."""
+    (tmp_path / "pyproject.toml").write_text("")
+    script = "pkg/train.py" if "pkg/train.py" in importer else "train.py"
+    for rel, src in {script: POOL_SCRIPT, **importer}.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(POOL_SCRIPT if src is None else src)
+    importing = next(rel for rel in importer if rel != script and importer[rel])
+    r = _forksafe(tmp_path, "check", "--no-cache", "--select", "FRK401", "--format", "json", script)
+    assert r.returncode == 1, r.stderr
+    rows = [row for row in json.loads(r.stdout) if row["code"] == "FRK401"]
+    assert [(row["line"], row["fix"]) for row in rows] == [(8, "unsafe")], r.stdout
+    assert rows[0]["message"].endswith(
+        f"(unsafe fix: {os.path.normpath(importing)} imports this module, and the moved code would no longer "
+        "run on import)"), rows[0]["message"]
+    r = _forksafe(tmp_path, "fix", "--select", "FRK401", script)
+    assert (tmp_path / script).read_text() == POOL_SCRIPT, r.stdout + r.stderr  # a safe fix run changes nothing
+    r = _forksafe(tmp_path, "fix", "--unsafe-fixes", "--select", "FRK401", script)
+    fixed = (tmp_path / script).read_text()
+    assert 'if __name__ == "__main__":\n    pool = mp.Pool(2)' in fixed, r.stdout + r.stderr
+
+
+def test_fix_stays_safe_when_nothing_imports_the_script(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(POOL_SCRIPT)
+    (tmp_path / "other.py").write_text("# mentions train but imports nothing\nimport os\nTRAIN = 'train'\n")
+    r = _forksafe(tmp_path, "check", "--no-cache", "--select", "FRK401", "train.py")
+    assert r.returncode == 1 and "[*]" in r.stdout and "unsafe fix" not in r.stdout, r.stdout + r.stderr
+    _forksafe(tmp_path, "fix", "--select", "FRK401", "train.py")
+    assert 'if __name__ == "__main__":\n    pool = mp.Pool(2)' in (tmp_path / "train.py").read_text()

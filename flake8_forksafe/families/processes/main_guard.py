@@ -39,6 +39,35 @@ class GuardPlan:
     reason: str = ""
 
 
+def importers_reason(a: Analysis) -> str:
+    """Why the guard fix changes what the program does although the script, run, does the same: a
+    module of the project imports this one, and the moved code would no longer run on import (its
+    names would no longer exist there). "" when no project module imports it, or the file is not
+    on disk (no project to look in). The project index reads the imports as text; ``forksafe fix``
+    runs without one, so it is made here."""
+    path = a.path
+    if not path or path.startswith("<"):
+        return ""
+    from pathlib import Path
+
+    ix = a.index
+    try:
+        if ix is None:
+            if not Path(path).is_file():
+                return ""
+            from flake8_forksafe.index import index_for
+
+            ix = index_for(path, a.knowledge, use_cache=False)
+        got = ix.importers(path)
+    except (OSError, ValueError, RecursionError):
+        return "the project's modules could not be read to see whether one imports this module"
+    if got is None:
+        return "the project is too big to look for modules importing this one"
+    if not got:
+        return ""
+    return f"{', '.join(got)} import{'s' if len(got) == 1 else ''} this module, and the moved code would no longer run on import"
+
+
 # --------------------------------------------------------------------------------------------------
 # classification
 
