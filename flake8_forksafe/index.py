@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from flake8_forksafe.knowledge import Knowledge
-from flake8_forksafe.prefilter import _dotted  # the gate's dotted-name reader: one definition
+from flake8_forksafe.prefilter import LEAF_FIELDS, _dotted  # the gate's readers: one definition
 
 SCHEMA = 5  # bump when the summary's shape or meaning changes: old cache entries are then ignored
 CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module loads the engine)
@@ -637,9 +637,6 @@ _WANTED = (ast.Assign, ast.AnnAssign, ast.withitem, ast.Yield, ast.YieldFrom, as
 _CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}  # node type -> its fields, less the operator/context ones
 
 
-# fields that never hold a node, by name (any node type), or for one type: skipped by the walk
-_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "kind", "type_comment", "level",
-                          "module", "is_async", "conversion", "simple", "lineno", "col_offset"})
 _LEAF_VALUE = (ast.Constant, getattr(ast, "MatchSingleton", ast.Constant))  # their ``value`` is no node
 # node type -> (its fields that may hold nodes, whether _Summariser.function reads the node)
 _TYPE_INFO: Dict[type, Tuple[Tuple[str, ...], bool]] = {}
@@ -648,7 +645,7 @@ _PUSHED: Dict[type, bool] = {}  # type -> a child of that type is walked (a node
 
 def _type_info(t: type) -> Tuple[Tuple[str, ...], bool]:
     fields = tuple(
-        f for f in getattr(t, "_fields", ()) if f not in _LEAF_FIELDS and not (f == "value" and issubclass(t, _LEAF_VALUE))
+        f for f in getattr(t, "_fields", ()) if f not in LEAF_FIELDS and not (f == "value" and issubclass(t, _LEAF_VALUE))
     )
     got = _TYPE_INFO[t] = (fields, issubclass(t, _WANTED))
     return got
@@ -659,7 +656,7 @@ def _body_nodes(body: List[ast.stmt]) -> List[ast.AST]:
     items, yields, returns, calls), without nested functions, classes and lambdas below the body's
     own statements, in source order (ties in the order of a depth-first walk that pops the last
     child pushed, as ``ast.iter_child_nodes`` lists them). The walk reads each node type's fields
-    directly, skips the fields that never hold a node (``_LEAF_FIELDS``: names, operators,
+    directly, skips the fields that never hold a node (``prefilter.LEAF_FIELDS``: names, operators,
     contexts), and tells nodes to read and children to walk by a lookup of their type: the same
     nodes in the same order as a walk with ``ast.iter_child_nodes``, several times faster."""
     out: List[ast.AST] = []

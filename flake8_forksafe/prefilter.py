@@ -217,12 +217,16 @@ def _base_expr(node: ast.AST) -> Optional[str]:
 
 
 _CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
+# fields of ast nodes that hold no node a walk records anything for, whatever the node type: names
+# and flags (strings, numbers), operators and contexts (singletons); ``value`` is a node but in
+# ``Constant`` (the walks read a constant themselves)
+LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "kind", "type_comment", "level",
+                         "module", "is_async", "conversion", "simple"})
 
 
 def _child_fields(t: type) -> Tuple[str, ...]:
-    """The fields of an ast node type that may hold nodes, in order; ``ctx`` (Load / Store / Del,
-    leaves the walk records nothing for) left out."""
-    got = _CHILD_FIELDS[t] = tuple(f for f in getattr(t, "_fields", ()) if f != "ctx")
+    """The fields of an ast node type that may hold nodes, in order (``LEAF_FIELDS`` left out)."""
+    got = _CHILD_FIELDS[t] = tuple(f for f in getattr(t, "_fields", ()) if f not in LEAF_FIELDS)
     return got
 
 
