@@ -538,8 +538,18 @@ class Sinks:
         loader reads), on a name the function does not bind (a parameter, a loop over given loaders)."""
         a = self.a
         loaders = {id(lc.node): lc for lc in loader_sites(a)}
+        loader_classes = {id(c) for c in a.loader_classes}
         for st in a.attr_stores:
-            if st.attr not in self.loader_args or (st.func is not None and st.name == st.func.self_name):
+            if st.attr not in self.loader_args:
+                continue
+            if st.func is not None and st.name == st.func.self_name:
+                # ``self.worker_init_fn = f`` in a method of a DataLoader subclass: the loader itself
+                # (its num_workers is its caller's); on any other class, not a loader's attribute
+                if st.attr in LOADER_ATTRS and st.func.cls is not None and id(st.func.cls) in loader_classes:
+                    leaves = self.keeper.leaves(st.value, st.func, st.attr)
+                    if leaves:
+                        where = f"self.{st.attr} of {st.func.cls.name}, a DataLoader subclass (its num_workers is its caller's)"
+                        yield Sink(f"assigned to {where}", False, leaves)
                 continue
             values = a.local_values(st.name, st.func) if st.func is not None else a.module_assigns.get(st.name, [])
             lcs = [loaders[id(v)] for v in values if id(v) in loaders]
