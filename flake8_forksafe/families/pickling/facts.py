@@ -473,15 +473,7 @@ class Sinks:
             f = site.node.func
             if not isinstance(f, cst.Attribute) or not site.node.args:
                 continue
-            root, rs = f.value, None
-            while isinstance(root, cst.Call):
-                cand = by_node.get(id(root))
-                if cand is not None and dataset_constructor(a, cand) is not None:
-                    rs = cand
-                    break
-                if not isinstance(root.func, cst.Attribute):
-                    break
-                root = root.func.value
+            rs = self._pipeline_root(f.value, site.func, by_node)
             if rs is None or not self._stage_keeps(rs, f.attr.value):
                 continue
             leaves: List[Leaf] = []
@@ -492,6 +484,30 @@ class Sinks:
                 continue
             exempt = a.all_loaders_zero or (id(site.node) in reaching and not reaching[id(site.node)])
             yield Sink(f"given to a stage (.{f.attr.value}()) of the dataset pipeline {dataset_constructor(a, rs)}(...)", exempt, leaves)
+
+    def _pipeline_root(self, expr: cst.BaseExpression, scope: Optional[FuncInfo], by_node: Dict[int, CallSite]) -> Optional[CallSite]:
+        """The dataset constructor call a method chain starts from (``WebDataset(urls).decode()``),
+        also through the local names the chain's receiver is bound to, a pipeline built one stage per
+        statement (``dp = IterableWrapper(urls)``, ``dp = dp.on_disk_cache(...)``,
+        ``dp = dp.filter(keep)``): every value of the name is followed (a bounded search)."""
+        a = self.a
+        todo: List[cst.BaseExpression] = [expr]
+        seen: Set[int] = set()
+        while todo and len(seen) < 64:
+            root = todo.pop()
+            while isinstance(root, cst.Call):
+                cand = by_node.get(id(root))
+                if cand is not None and dataset_constructor(a, cand) is not None:
+                    return cand
+                if not isinstance(root.func, cst.Attribute):
+                    break
+                root = root.func.value
+            if isinstance(root, cst.Name):
+                for v in a.local_values(root.value, scope):
+                    if id(v) not in seen:
+                        seen.add(id(v))
+                        todo.append(v)
+        return None
 
     def _stage_keeps(self, root: CallSite, method: str) -> bool:
         """A stage method of a same-file dataset class keeps its function only when its body stores
