@@ -838,6 +838,35 @@ class Analysis:
                 return c.methods[name]
         return None
 
+    def annotated_class_param(self, cls: ClassInfo, base: cst.BaseExpression) -> Optional[str]:
+        """For a class defined inside a function whose base is a parameter of an enclosing function
+        annotated ``Type[X]`` / ``type[X]`` (``def with_index(DatasetClass: Type[Dataset])``), the
+        qualified ``X``: the class derives from some ``X``."""
+        if not isinstance(base, cst.Name) or cls.in_function is None:
+            return None
+        f: Optional[FuncInfo] = cls.in_function
+        while f is not None:
+            ps = f.node.params
+            for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params):
+                if p.name.value != base.value:
+                    continue
+                ann = p.annotation.annotation if p.annotation is not None else None
+                if isinstance(ann, cst.SimpleString):  # a quoted annotation: "type[Dataset]"
+                    try:
+                        ann = cst.parse_expression(ann.evaluated_value)  # type: ignore[arg-type]
+                    except Exception:
+                        return None
+                if (
+                    isinstance(ann, cst.Subscript)
+                    and (dotted(ann.value) or "").rsplit(".", 1)[-1] in ("Type", "type")
+                    and len(ann.slice) == 1
+                    and isinstance(ann.slice[0].slice, cst.Index)
+                ):
+                    return self.qualify(ann.slice[0].slice.value)
+                return None
+            f = f.parent
+        return None
+
     def _is_dataset_base_name(self, qname: Optional[str]) -> bool:
         if not qname:
             return False
@@ -919,7 +948,11 @@ class Analysis:
                             add(c)
                             changed = True
                             break
-                    elif self._is_dataset_base_name(q) or self.project_dataset_base(q):
+                    elif (
+                        self._is_dataset_base_name(q)
+                        or self.project_dataset_base(q)
+                        or self._is_dataset_base_name(self.annotated_class_param(c, b))
+                    ):
                         add(c)
                         changed = True
                         break
