@@ -368,6 +368,20 @@ def dataset_constructor(a: Analysis, site: CallSite) -> Optional[str]:
     return None
 
 
+def _library_dataset(a: Analysis, site: CallSite) -> bool:
+    """``site`` builds a dataset of a modelled library (a public class of a dataset module,
+    ``torchvision.datasets.Cityscapes``, or a dataset class of ``rules/libraries.toml``): it keeps
+    its keyword arguments but those the model lists as transient (filtered out before), as a
+    lambda given there directly is judged."""
+    q = site.qname or ""
+    k = a.knowledge
+    lib = k.library_classes.get(q)
+    if lib is not None:
+        return lib.dataset
+    last = q.rsplit(".", 1)[-1]
+    return last[:1].isupper() and any(q.startswith(m + ".") for m in k.dataset_modules)
+
+
 def constructor_stores(a: Analysis, site: CallSite, base: Optional[ClassInfo]) -> Tuple[List[str], Set[str], str]:
     """(the parameters of the ``__init__`` that ``site`` runs, after ``self``; those it stores on
     ``self`` as they are (``self._transform = transform``); where it is, when in another module:
@@ -650,10 +664,12 @@ class Sinks:
                     if stored is None:
                         stored = constructor_stores(a, site, base)
                     params, kept, _ = stored
-                    name = arg.keyword.value if arg.keyword is not None else (
+                    param = arg.keyword.value if arg.keyword is not None else (
                         params[pos_index] if not arg.star and 0 <= pos_index < len(params) else None
                     )
-                    if name is None or name not in kept:
+                    if (param is None or param not in kept) and not (
+                        arg.keyword is not None and base is None and _library_dataset(a, site)
+                    ):
                         found = [leaf for leaf in found if not leaf.factory]
                 leaves += found
             if not leaves:
