@@ -251,6 +251,7 @@ class FuncInfo:
     super_init: bool = False  # calls super().__init__
     explicit_base_inits: Set[str] = field(default_factory=set)  # Base.__init__(self)
     getpid: bool = False
+    has_global: bool = False  # a ``global`` statement in its body (not in a nested def)
     tests: List[cst.BaseExpression] = field(default_factory=list)  # if / ternary conditions
 
     @property
@@ -536,6 +537,10 @@ class _Indexer(cst.CSTVisitor):
     def visit_Yield(self, node: cst.Yield) -> None:
         if self.func is not None:
             self.func.is_generator = True
+
+    def visit_Global(self, node: cst.Global) -> None:
+        if self.func is not None:
+            self.func.has_global = True
 
     # -- calls
     def visit_Call(self, node: cst.Call) -> None:

@@ -13,7 +13,7 @@ from flake8_forksafe import prefilter
 from flake8_forksafe.prefilter import gate as prefilter_gate
 from flake8_forksafe.config import Config
 from flake8_forksafe.model import Finding, Report, Rule, SourceError
-from flake8_forksafe.noqa import file_noqa, noqa_ranges, suppressed
+from flake8_forksafe.noqa import file_noqa, suppressed, suppressing_ranges
 from flake8_forksafe.source import decode, parse
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -400,7 +400,7 @@ def locate(
 
     def ranges() -> dict:  # tokenized once, only when a finding's own line has no noqa for it
         if not spans:
-            spans.append(noqa_ranges(text or ""))
+            spans.append(suppressing_ranges(text or ""))
         return spans[0]
 
     out = []

@@ -74,6 +74,12 @@ def noqa_ranges(text: str) -> Dict[int, Tuple[int, int]]:
     return out
 
 
+def suppressing_ranges(text: str) -> Dict[int, Tuple[int, int]]:
+    """``noqa_ranges(text)`` as far as ``suppressed`` needs it: {} without tokenizing when the text
+    holds no ``# noqa`` at all (the lines of a range are a stretch of the text: none can hold one)."""
+    return noqa_ranges(text) if NOQA_INLINE.search(text) else {}
+
+
 def suppressed(lines: Sequence[str], line: int, code: str, ranges: Callable[[], Dict[int, Tuple[int, int]]]) -> bool:
     """A ``# noqa`` on the line, or in the range of lines flake8 joins for it (``noqa_ranges``,
     computed on first need through ``ranges``), silences ``code`` there."""

@@ -7,7 +7,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from flake8_forksafe.analysis import Analysis, FuncInfo, _is_data_slice, bound_in_scope, factory_of
+from flake8_forksafe.analysis import Analysis, FuncInfo, _is_data_slice, bound_in_scope, factory_of, push_children
 from flake8_forksafe.model import Report, Rule
 
 
@@ -58,42 +58,50 @@ def _module_handle(a: Analysis, v: Optional[cst.BaseExpression], known: Dict[str
     return None
 
 
-class _NameLoads(cst.CSTVisitor):
-    """Names a function body reads (attribute names, keywords and parameters excluded)."""
+class _NameLoads:
+    """Names a function body reads (attribute names, keywords and parameters excluded), and the
+    names it assigns after declaring them ``global``."""
+
+    __slots__ = ("names", "globals_assigned")
 
     def __init__(self) -> None:
         self.names: Set[str] = set()
         self.globals_assigned: Set[str] = set()
-        self._globals: Set[str] = set()
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
-        return False
-
-    def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)
-        return False
-
-    def visit_Param(self, node: cst.Param) -> bool:
-        return False
-
-    def visit_Global(self, node: cst.Global) -> None:
-        self._globals.update(n.name.value for n in node.names)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
-        if isinstance(node.target, cst.Name):
-            if node.target.value in self._globals:
-                self.globals_assigned.add(node.target.value)
-            return False
-        return True
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
 
 
 def _reads(fn: FuncInfo) -> _NameLoads:
+    """One depth-first walk of the body in source order (``push_children``, not libcst's visitor,
+    which rebuilds every node it passes): a ``global`` counts for the assignments after it."""
+    got = fn.__dict__.get("_frk102_reads")
+    if got is not None:
+        return got
     v = _NameLoads()
-    fn.node.body.visit(v)
+    names = v.names
+    declared: Set[str] = set()
+    stack: List[cst.CSTNode] = [fn.node.body]
+    kids: List[cst.CSTNode] = []
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is cst.Name:
+            names.add(n.value)
+            continue
+        if t is cst.Attribute or t is cst.Arg:
+            stack.append(n.value)
+            continue
+        if t is cst.Param:
+            continue
+        if t is cst.Global:
+            declared.update(item.name.value for item in n.names)
+        elif t is cst.AssignTarget and type(n.target) is cst.Name:
+            if n.target.value in declared:
+                v.globals_assigned.add(n.target.value)
+            continue
+        push_children(n, kids)
+        kids.reverse()
+        stack += kids
+        kids.clear()
+    fn.__dict__["_frk102_reads"] = v
     return v
 
 
@@ -165,7 +173,8 @@ class DS(Dataset):
             return
         reopened: Set[str] = set()
         for fn in a.functions:
-            reopened |= _reads(fn).globals_assigned
+            if fn.has_global:  # a nested def's ``global`` is its own
+                reopened |= _reads(fn).globals_assigned
         users: List[Tuple[str, FuncInfo]] = []
         for cls in a.dataset_classes:
             worker = a.worker_side(cls)

@@ -173,10 +173,15 @@ def call_isolated(fn: Callable[[Any], Any], arg: Any, on_death: Callable[[Any, s
     return run_isolated([arg], fn, on_death, jobs=1)[0]
 
 
+SERVER_CHILD: List[bool] = []  # [True] in the language server's child (``_server_child``)
+
+
 def _server_child() -> None:
     """The language server's child: its stdout is the server's protocol stream, so anything
     printed goes to stderr instead; and its memory is capped."""
     import sys
+
+    SERVER_CHILD[:] = [True]
 
     try:
         os.dup2(2, 1)

@@ -411,7 +411,8 @@ class SpliceParser:
             got = _Parsed(text, parse(text, path))
         self.recent = [got] + [p for p in self.recent if p is not got][: self.KEEP - 1]
         live = {id(st) for p in self.recent for st in p.module.body}
-        self.positions = {k: v for k, v in self.positions.items() if k[0] in live}
+        for key in [key for key in self.positions if key[0] not in live]:
+            del self.positions[key]  # in place: an analysis of the other text holds this dict
         return got.module
 
     def fork(self) -> "SpliceParser":

@@ -54,6 +54,11 @@ def test_message_and_position():
         ("from torch.utils.data import IterableDataset\n\nclass Lines(IterableDataset):\n"
          "    def __iter__(self):\n        yield from FH\n\nif __name__ == '__main__':\n"
          "    FH = open('corpus.txt')\n", [(8, 9, None)]),
+        # a nested def declares `global ENV`; the outer function's own `ENV = ...` is a local of the
+        # outer function and reopens nothing
+        ("import lmdb\nfrom torch.utils.data import Dataset\n\nENV = lmdb.open('db')\n\ndef setup():\n"
+         "    def note():\n        global ENV\n        print(ENV)\n    ENV = lmdb.open('db')\n    return note\n\n"
+         "class DS(Dataset):\n    def __getitem__(self, i):\n        return ENV.stat()\n", [(4, 6, None)]),
     ],
 )
 def test_recall(src, want):
@@ -72,6 +77,10 @@ def test_recall(src, want):
         # reopened per process through `global`
         "import lmdb\nfrom torch.utils.data import Dataset\n\nENV = lmdb.open('db')\n\ndef reopen(_):\n"
         "    global ENV\n    ENV = lmdb.open('db')\n\nclass DS(Dataset):\n    def __getitem__(self, i):\n        return ENV.stat()\n",
+        # reopened in a function nested in another one
+        "import lmdb\nfrom torch.utils.data import Dataset\n\nENV = lmdb.open('db')\n\ndef make():\n"
+        "    def reopen(_):\n        global ENV\n        ENV = lmdb.open('db')\n    return reopen\n\n"
+        "class DS(Dataset):\n    def __getitem__(self, i):\n        return ENV.stat()\n",
         # memory maps are not handles; neither is data read in a module-level `with`
         "import numpy as np\nfrom torch.utils.data import Dataset\n\nA = np.memmap('a.bin', mode='r')\n"
         "with open('labels.txt') as f:\n    LABELS = f.read().split()\n\nclass DS(Dataset):\n"
