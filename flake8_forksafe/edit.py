@@ -164,6 +164,23 @@ def _all_bindings(module: cst.Module) -> Dict[str, List[cst.CSTNode]]:
     if last is not None and last[0] is module:
         return last[1]
     out: Dict[str, List[cst.CSTNode]] = {}
+    memo = _STMT_BINDINGS[0]
+    kept: Dict[int, tuple] = {}
+    for st in module.body:  # each statement's own, remembered by the statement object
+        got = memo.get(id(st))
+        if got is None or got[0] is not st:
+            got = (st, _bindings_of(st))
+        kept[id(st)] = got
+        for name, nodes in got[1].items():
+            out.setdefault(name, []).extend(nodes)
+    _STMT_BINDINGS[0] = kept  # the statements of the last module asked only
+    _BINDINGS[0] = (module, out)
+    return out
+
+
+def _bindings_of(top: cst.CSTNode) -> Dict[str, List[cst.CSTNode]]:
+    """``_all_bindings`` of one top-level statement."""
+    out: Dict[str, List[cst.CSTNode]] = {}
 
     def add(name: str, node: cst.CSTNode) -> None:
         out.setdefault(name, []).append(node)
@@ -182,7 +199,7 @@ def _all_bindings(module: cst.Module) -> Dict[str, List[cst.CSTNode]]:
             elif k != _READ_VALUE:  # an attribute's or subscript's value and slice are read
                 push_children(t, todo)
 
-    stack: List[cst.CSTNode] = [module]
+    stack: List[cst.CSTNode] = [top]
     while stack:
         n = stack.pop()
         k = kinds.get(type(n))
@@ -214,11 +231,14 @@ def _all_bindings(module: cst.Module) -> Dict[str, List[cst.CSTNode]]:
             push_children(n, stack)
         else:  # an attribute's name, a keyword argument's name: neither bound nor read
             stack.append(n.value)  # type: ignore[attr-defined]
-    _BINDINGS[0] = (module, out)
     return out
 
 
 _BINDINGS: List[Optional[tuple]] = [None]  # (module, its bindings): the last module asked
+# id(statement) -> (the statement, its bindings), for the statements of the last module asked: the
+# statements a fix round or an edit did not replace are the same objects in the next module (the
+# language server's parses re-use them too)
+_STMT_BINDINGS: List[Dict[int, tuple]] = [{}]
 
 # what _all_bindings does with a node, by its type (isinstance on libcst's classes is slow)
 _OTHER, _NAME, _IMPORT, _NAMED, _ASSIGN, _TARGET, _AS, _READ_VALUE = range(8)
@@ -638,14 +658,30 @@ def _read_names(node: cst.CSTNode) -> Set[str]:
     return names
 
 
+def _changed_parts(before: cst.Module, after: cst.Module) -> "tuple[cst.Module, cst.Module]":
+    """The top-level statements a fix replaced, on each side (the others are the same objects and
+    read the same names): the modules ``_local_imports`` needs to compare. Both whole when a
+    replaced def or class shares its name with a kept one (their keys would meet)."""
+    kept = {id(s) for s in before.body} & {id(s) for s in after.body}
+    old = [s for s in before.body if id(s) not in kept]
+    new = [s for s in after.body if id(s) not in kept]
+    kept_names = {getattr(getattr(s, "name", None), "value", None) for s in before.body if id(s) in kept}
+    if any(getattr(getattr(s, "name", None), "value", None) in kept_names for s in old + new if isinstance(s, (cst.FunctionDef, cst.ClassDef))):
+        return before, after
+    return before.with_changes(body=old), after.with_changes(body=new)
+
+
 def drop_orphaned_local_imports(before: cst.Module, after: cst.Module) -> cst.Module:
     """``after`` without the names of function-level imports that its function read in ``before``
     and no longer reads (a fix moved the code that used them, with its own copy of the import):
     the import is dropped, or just that name of it. An import line with a comment of its own stays."""
-    old = _local_imports(before)
+    if not isinstance(after, cst.Module):
+        return after  # not a tree (the caller reports what it is)
+    before_part, after_part = _changed_parts(before, after)
+    old = _local_imports(before_part)
     if not any(old.values()):
         return after
-    orphans = {k for k, used in _local_imports(after).items() if not used and old.get(k)}
+    orphans = {k for k, used in _local_imports(after_part).items() if not used and old.get(k)}
     if not orphans:
         return after
     path: List[str] = []
