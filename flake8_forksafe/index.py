@@ -24,12 +24,12 @@ import re
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import LEAF_FIELDS, _dotted  # the gate's readers: one definition
 
-SCHEMA = 5  # bump when the summary's shape or meaning changes: old cache entries are then ignored
+SCHEMA = 6  # bump when the summary's shape or meaning changes: old cache entries are then ignored
 CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module loads the engine)
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
@@ -86,6 +86,9 @@ class Method:
     # a class), "callret:<callee>" (calling what the callee returns: ``cls_ = pick(); return cls_(f)``)
     makes: List[str] = field(default_factory=list)
     keeps: List[str] = field(default_factory=list)
+    # of an ``__init__``: parameters it only calls (``label_fn(path)``, also in a list comprehension)
+    # or never reads; never stored, passed on, captured by a nested scope or a generator expression
+    transient: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -404,6 +407,8 @@ class _Summariser:
                     m.makes.append(e)
         if saved_names is not None:
             self.s.names = saved_names
+        if self_name and node.name == "__init__":
+            m.transient = transient_params(node, [p for p in params if p != self_name])
         if generator:
             m.returns = "generator"
         else:
@@ -692,6 +697,37 @@ def _body_nodes(body: List[ast.stmt]) -> List[ast.AST]:
                     push(v)
     out.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
     return out
+
+
+_CAPTURING = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.GeneratorExp)
+
+
+def transient_params(fn: ast.AST, params: Sequence[str]) -> List[str]:
+    """The parameters of ``fn`` (an ``__init__``) its body only calls, or never reads: every read
+    is ``p(...)`` outside a nested def, class, lambda or generator expression (a list, set or dict
+    comprehension runs at once). A store, a ``del``, any other read (passed on, kept, returned), or a
+    ``locals()`` / ``vars()`` call (which may keep them all) makes a parameter kept."""
+    left = set(params)
+    if not left:
+        return []
+    todo: List[Tuple[ast.AST, bool, bool]] = [(b, False, False) for b in fn.body]  # (node, captured, callee)
+    while todo and left:
+        n, captured, callee = todo.pop()
+        t = type(n)
+        if t is ast.Name:
+            if n.id in left and (captured or not callee or type(n.ctx) is not ast.Load):
+                left.discard(n.id)
+            continue
+        if t is ast.Call:
+            if type(n.func) is ast.Name and n.func.id in ("locals", "vars"):
+                return []
+            todo.append((n.func, captured, True))
+            todo.extend((c, captured, False) for c in n.args)
+            todo.extend((kw, captured, False) for kw in n.keywords)
+            continue
+        inner = captured or isinstance(n, _CAPTURING)
+        todo.extend((c, inner, False) for c in ast.iter_child_nodes(n))
+    return [p for p in params if p in left]
 
 
 def _cuda_literal(node: ast.AST) -> bool:

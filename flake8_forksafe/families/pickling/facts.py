@@ -22,6 +22,7 @@ from flake8_forksafe.analysis import (
     dotted,
     no_worker_processes,
     param_default,
+    push_children,
     returned_values,
     string_value,
 )
@@ -333,17 +334,75 @@ def _base_init_class(a: Analysis, site: CallSite) -> Optional[ClassInfo]:
 
 
 def _used_only_args(a: Analysis, site: CallSite, base: Optional[ClassInfo]) -> FrozenSet[str]:
-    """Constructor arguments that the class receiving them only uses (a library model's ``transient``):
-    ``ImageFolder(is_valid_file=...)``, or a same-file subclass with no ``__init__`` of its own below
-    the library base (``super().__init__(..., is_valid_file=...)`` included)."""
+    """Constructor arguments that the class receiving them only uses: a library model's
+    ``transient`` (``ImageFolder(is_valid_file=...)``, also through a same-file subclass with no
+    ``__init__`` of its own below the library base), or the parameters that the ``__init__``
+    receiving them only calls or never reads (``transient_params``): a same-file one, or one of
+    another module of the project (the index: ``PathsDataset(label_fn=...)``, which builds its
+    targets with ``label_fn`` at once and keeps nothing)."""
     if base is None:
         cls = a.module_classes.get(site.qname or "")
-        if cls is None or a.resolve_method(cls, "__init__") is not None:
-            return a.transient_args(site.qname)
-        return a.transient_args(None, cls)
-    if a.resolve_method(base, "__init__", after=base) is not None:
-        return frozenset()  # a same-file base's __init__ receives them: what it keeps is known there
-    return a.transient_args(None, base)
+        if cls is None:
+            return a.transient_args(site.qname) | _project_transient(a, a.absolute(site.qname or ""), None)
+        init = a.resolve_method(cls, "__init__")
+        if init is not None:
+            return transient_params(init)
+        return a.transient_args(None, cls) | _project_transient(a, a.class_qname(cls), "")
+    init = a.resolve_method(base, "__init__", after=base)
+    if init is not None:
+        return transient_params(init)  # a same-file base's __init__ receives them
+    return a.transient_args(None, base) | _project_transient(a, a.class_qname(base), "")
+
+
+def _project_transient(a: Analysis, qname: Optional[str], after: Optional[str]) -> FrozenSet[str]:
+    """``Method.transient`` of the ``__init__`` the project index finds for the class ``qname``
+    (``after`` is not None: the first one after the class itself, in its bases)."""
+    if a.index is None or not qname or qname.split(".", 1)[0] in ("torch", "torchvision", "numpy", "builtins"):
+        return frozenset()
+    try:
+        ref = a.index.resolve_method(qname, "__init__", after=qname if after is not None else None)
+        m = a.index.method(ref) if ref is not None else None
+    except Exception:  # noqa: BLE001 - the index cannot say: nothing is transient
+        return frozenset()
+    return frozenset(m.transient) if m is not None else frozenset()
+
+
+_CAPTURING = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.GeneratorExp)
+
+
+def transient_params(init: FuncInfo) -> FrozenSet[str]:
+    """The parameters of ``init`` (after ``self``) that its body only calls (``label_fn(path)``,
+    also in a list, set or dict comprehension) or never reads: none is stored, passed on, read
+    otherwise, or read in a nested def, class, lambda or generator expression (which may outlive
+    the call), and the body calls no ``locals()`` / ``vars()``. The project index computes the
+    same from the CPython tree (``index.transient_params``)."""
+    left = {p for p in init.params if p != init.self_name}
+    todo: List[Tuple[cst.CSTNode, bool, bool]] = [(init.node.body, False, False)]  # (node, captured, callee)
+    kids: List[cst.CSTNode] = []
+    while todo and left:
+        n, captured, callee = todo.pop()
+        t = type(n)
+        if t is cst.Name:
+            if n.value in left and (captured or not callee):
+                left.discard(n.value)
+            continue
+        if t is cst.Attribute:
+            todo.append((n.value, captured, False))  # ``x.attr``: the attribute's name is no read
+            continue
+        if t is cst.Arg:
+            todo.append((n.value, captured, False))  # ``f(kw=x)``: the keyword is no read
+            continue
+        if t is cst.Call:
+            if type(n.func) is cst.Name and n.func.value in ("locals", "vars"):
+                return frozenset()
+            todo.append((n.func, captured, True))
+            todo.extend((arg, captured, False) for arg in n.args)
+            continue
+        inner = captured or isinstance(n, _CAPTURING)
+        push_children(n, kids)
+        todo.extend((c, inner, False) for c in kids)
+        kids.clear()
+    return frozenset(left)
 
 
 def dataset_constructor(a: Analysis, site: CallSite) -> Optional[str]:
@@ -657,6 +716,11 @@ class Sinks:
                     continue
                 if arg.keyword is None and not arg.star:
                     pos_index += 1
+                    if used_only:
+                        if stored is None:
+                            stored = constructor_stores(a, site, base)
+                        if 0 <= pos_index < len(stored[0]) and stored[0][pos_index] in used_only:
+                            continue
                 hint = arg.keyword.value if arg.keyword is not None else default_hint
                 found = self.keeper.leaves(arg.value, site.func, hint)
                 if any(leaf.factory for leaf in found):
