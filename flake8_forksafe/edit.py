@@ -841,8 +841,13 @@ def visit_statements(module: cst.Module, transformer: cst.CSTTransformer, touche
     the top-level statements that hold one of them are visited; the others stay the same objects
     (the same code as a visit of the whole module, for a fraction of the cost)."""
     body = list(module.body)
+    left = set(touched)
     for i, st in enumerate(body):
-        if _holds(st, touched):
+        if not left:
+            break  # every touched node is placed: the statements below hold none
+        found = _held(st, left)
+        if found:
+            left -= found
             new = st.visit(transformer)
             if not isinstance(new, cst.BaseStatement):  # removed or split at the top level
                 return module.visit(transformer)
@@ -850,15 +855,18 @@ def visit_statements(module: cst.Module, transformer: cst.CSTTransformer, touche
     return module.with_changes(body=tuple(body))
 
 
-def _holds(stmt: cst.CSTNode, ids: Set[int]) -> bool:
-    """Whether ``stmt`` or a statement-level node under it (not inside an expression) is in ``ids``."""
+def _held(stmt: cst.CSTNode, ids: Set[int]) -> Set[int]:
+    """The ids in ``ids`` of ``stmt`` and the statement-level nodes under it (not inside an expression)."""
+    found: Set[int] = set()
     stack = [stmt]
     while stack:
         n = stack.pop()
         if id(n) in ids:
-            return True
+            found.add(id(n))
+            if len(found) == len(ids):
+                return found
         k = _walk_kind(type(n))
         if k == _W_EXPR or k == _W_ATTRIBUTE or k == _W_NAME or k == _W_ARG or k == _W_IMPORT:
             continue
         push_children(n, stack)
-    return False
+    return found

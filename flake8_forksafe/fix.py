@@ -30,6 +30,7 @@ from flake8_forksafe.engine import (
     could_have_findings,
     enabled_rules,
     locate,
+    project_anchor,
     run_rules,
 )
 from flake8_forksafe.families.style import line_length
@@ -73,18 +74,19 @@ class _Round:
         rules: Sequence[Rule],
         interactive: Optional[bool] = None,
         parser: Any = None,
+        index: Any = None,
     ) -> None:
         self.text = text
         self.findings: List[Finding] = []
         self.todo: List[Tuple[Rule, List]] = []  # (rule, its fixable reports), by earliest finding
         self.analysis = None
-        if not could_have_findings(text, config) or not rules:
+        if not rules or not (could_have_findings(text, config) or project_anchor(index, path, config, text)):
             return
         from flake8_forksafe.notebook import is_jupytext
 
         # raises SourceError: the caller decides; a jupytext notebook gets no FRK401 guard
         a = analyse(
-            text, config, path, interactive=is_jupytext(text) if interactive is None else interactive, parser=parser
+            text, config, path, index, interactive=is_jupytext(text) if interactive is None else interactive, parser=parser
         )
         self.analysis = a
         located = locate(a, run_rules(a, rules), path, text)
@@ -116,8 +118,17 @@ def _statement_spans(a) -> List[Tuple[int, int]]:
 
 
 def _edits(old: List[str], new: List[str]) -> List[Edit]:
-    sm = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    return [(i1, i2, new[j1:j2]) for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal"]
+    """The replaced line runs, found by difflib between the lines the two texts share at their
+    start and at their end (a fix rewrites a few statements of a long file)."""
+    n = min(len(old), len(new))
+    p = 0
+    while p < n and old[p] == new[p]:
+        p += 1
+    q = 0
+    while q < n - p and old[-1 - q] == new[-1 - q]:
+        q += 1
+    sm = difflib.SequenceMatcher(None, old[p : len(old) - q], new[p : len(new) - q], autojunk=False)
+    return [(p + i1, p + i2, new[p + j1 : p + j2]) for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal"]
 
 
 def _touched(edits: Sequence[Edit], spans: Sequence[Tuple[int, int]]) -> Set[int]:
@@ -174,6 +185,7 @@ def fix_rounds(
     interactive: Optional[bool] = None,
     fixers_only: bool = False,
     parser: Any = None,
+    index: Any = None,
 ) -> Tuple[str, List[Finding], List[Finding]]:
     """The fixing loop on decoded text (no BOM): (fixed text, findings before, findings remaining).
     ``select``: code prefixes; only the selected codes found in the text before are fixed.
@@ -182,13 +194,16 @@ def fix_rounds(
     findings before and remaining are theirs only; the fixed text is the same (a rule that does
     not fix never changes it, and each rule checks on its own): the language server's resolve.
     ``parser``: parses each round's text (``engine.analyse``; the language server's SpliceParser).
+    ``index``: the file's project index (``forksafe check``'s): the findings that depend on other
+    modules of the project are found, and fixed, as ``check`` reports them (the index keeps the
+    file's summary as it was: a fix does not change what other modules' questions read of it).
     Raises SourceError when ``text`` itself cannot be analysed."""
     rules = enabled_rules(config)
     if select is not None:
         select = tuple(select)
     if fixers_only:
         rules = [r for r in rules if r.fix_applicability and (select is None or r.code.startswith(select))]
-    rnd = _Round(text, path, config, rules, interactive, parser)
+    rnd = _Round(text, path, config, rules, interactive, parser, index)
     before = rnd.findings
     fixers = {r.code for r in rules if r.fix_applicability}
     if select is not None:
@@ -240,10 +255,10 @@ def fix_rounds(
         if len(taken) > 1:
             merged = _apply(old, [e for _, edits, _ in taken for e in edits])
             if _compiles(merged):
-                nxt = _next(merged, path, config, rules, interactive, parser)
+                nxt = _next(merged, path, config, rules, interactive, parser, index)
         if nxt is None:  # one rewrite, or the merged ones do not parse: the first alone (it compiles)
             rule, _, new_text = taken[0]
-            nxt = _next(new_text, path, config, rules, interactive, parser)
+            nxt = _next(new_text, path, config, rules, interactive, parser, index)
             if nxt is None:
                 fixers.discard(rule.code)
                 _declined(rule, rnd.text, notes)
@@ -282,9 +297,10 @@ def _next(
     rules: Sequence[Rule],
     interactive: Optional[bool] = None,
     parser: Any = None,
+    index: Any = None,
 ) -> Optional[_Round]:
     try:
-        return _Round(text, path, config, rules, interactive, parser)
+        return _Round(text, path, config, rules, interactive, parser, index)
     except SourceError:
         return None
 
@@ -305,10 +321,11 @@ def fix_source(
     select: Optional[Iterable[str]] = None,
     fixers_only: bool = False,
     parser: Any = None,
+    index: Any = None,
 ) -> FixResult:
     """Fix one file's source. Raises SourceError for a file that cannot be checked.
     ``fixers_only``: see ``fix_rounds`` (``fixed`` and ``remaining`` list the fixing rules' findings only).
-    ``parser``: see ``fix_rounds``."""
+    ``parser``, ``index``: see ``fix_rounds``."""
     config = config or Config()
     unsafe = unsafe or config.unsafe_fixes
     encoding, bom = encoding_of(source)
@@ -320,7 +337,7 @@ def fix_source(
     new_text = text
     if len(text) > slicing.MAX_ANALYSED:
         # a fix rewrites the whole module: libcst would need ~400x the file's size in memory
-        before = remaining = check_source(text, path, config)
+        before = remaining = check_source(text, path, config, index=index)
         if before:
             notes.append(
                 f"not fixed: {len(text) / 1e6:.1f} MB is over the {slicing.MAX_ANALYSED / 1e6:.0f} MB that a fix "
@@ -328,7 +345,7 @@ def fix_source(
             )
     else:
         new_text, before, remaining = fix_rounds(
-            text, path, config, unsafe, select, errors, notes, fixers_only=fixers_only, parser=parser
+            text, path, config, unsafe, select, errors, notes, fixers_only=fixers_only, parser=parser, index=index
         )
     fixed = _gone(before, remaining)
     out = encode(new_text, source, encoding, bom) if new_text != text else source

@@ -89,6 +89,9 @@ class Method:
     # of an ``__init__``: parameters it only calls (``label_fn(path)``, also in a list comprehension)
     # or never reads; never stored, passed on, captured by a nested scope or a generator expression
     transient: List[str] = field(default_factory=list)
+    # parameters the body passes as they are to a seeder of ``rules/rng.toml`` (``random.seed(seed)``):
+    # a seeding helper (``set_global_seed(seed)``), followed by FRK602 from a worker_init_fn
+    seeds: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -372,6 +375,10 @@ class _Summariser:
                 f = n.func
                 if self_name:
                     self.loader_self_args(n, self_name, m)
+                elif self.qualify(_dotted(f)) in self.k.seeders:
+                    seed = n.args[0] if n.args else next((kw.value for kw in n.keywords if kw.arg == "seed"), None)
+                    if isinstance(seed, ast.Name) and seed.id in params and seed.id not in fn.locals and seed.id not in m.seeds:
+                        m.seeds.append(seed.id)
                 if not m.cuda:
                     use = self.cuda_call(n)
                     if use:
@@ -1691,6 +1698,17 @@ class ProjectIndex:
             if m is not None:
                 return m, c.qname
         return None
+
+    def seeding_function(self, qname: str) -> Optional[Tuple[str, List[str], str, str, int]]:
+        """A project function that passes one of its parameters as it is to a seeder
+        (``def set_global_seed(seed): random.seed(seed); np.random.seed(seed)``): (that parameter,
+        its parameters, its qualified name, path, line), or None."""
+        got = self.callable_at(qname)
+        if got is None or got[1] is not None or not got[0].seeds:
+            return None
+        q = self.canonical(qname)
+        s = self.summary(q.rpartition(".")[0])
+        return got[0].seeds[0], list(got[0].params), q, s.path if s is not None else "", got[0].line
 
     def instances(self, callee: str, cls: Optional[str] = None, depth: int = 0) -> FrozenSet[str]:
         """The project classes whose instances (alone or in a container) a call of ``callee`` may

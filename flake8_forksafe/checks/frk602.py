@@ -42,6 +42,7 @@ class ConstantSeed:
     torch_seeder: bool  # torch.manual_seed & co: no `% 2**32` needed
     with_worker_id: bool  # the seed involves the worker id
     local_value: Optional[cst.BaseExpression] = None  # `worker_seed = 1000 + worker_id`: rewritten instead
+    via: str = ""  # a seeding helper of another module of the project: " (set_seed seeds in utils.py:5)"
 
 
 def _seed_arg(call: cst.Call) -> Optional[cst.Arg]:
@@ -197,6 +198,7 @@ def make(ds):
         # one constant-only seed makes every worker identical: the message names the worst of them
         hit = ConstantSeed(hits[0].call, hits[0].arg, False, all(h.with_worker_id for h in hits))
         calls = f" ({len(hits)} seeding calls)" if len(hits) > 1 else ""
+        calls += hits[0].via
         if hit.with_worker_id:
             why = "every epoch replays the same random augmentations"
         else:
@@ -359,13 +361,19 @@ def constant_seeds(
     for site in sites:
         q = site.qname or ""
         helper_param: Optional[str] = None
+        via = ""
         if q in k.seeders:
             arg = _seed_arg(site.node)
         elif isinstance(site.node.func, cst.Name) and site.node.func.value in helpers:
             fn, helper_param = helpers[site.node.func.value]
             arg = _bound_arg(site.node, fn, helper_param)
         else:
-            continue
+            other = _project_seeding_helper(a, site)
+            if other is None:
+                continue
+            param, params, qname, path, line = other
+            arg = _arg_for(site.node, params, param)
+            via = f" ({qname.rsplit('.', 1)[-1]} seeds from it in {path}:{line})"
         if arg is None or arg.star:
             continue  # seed() without a seed: fresh OS entropy
         c = _Constness(a, scope, worker_id, locals_, varying)
@@ -373,8 +381,33 @@ def constant_seeds(
             local = None
             if isinstance(arg.value, cst.Name) and len(locals_.get(arg.value.value, [])) == 1:
                 local = locals_[arg.value.value][0]
-            out.append(ConstantSeed(site.node, arg, q.split(".")[0] == "torch", c.uses_worker_id, local))
+            out.append(ConstantSeed(site.node, arg, q.split(".")[0] == "torch", c.uses_worker_id, local, via))
     return out
+
+
+def _project_seeding_helper(a: Analysis, site: CallSite) -> Optional[Tuple[str, List[str], str, str, int]]:
+    """``index.seeding_function`` of the project function ``site`` calls by name (not a method)."""
+    if a.index is None or not site.qname:
+        return None
+    q = a.absolute(site.qname)
+    if not q or q.split(".", 1)[0] in ("torch", "numpy", "random", "builtins"):
+        return None
+    try:
+        return a.index.seeding_function(q)
+    except Exception:  # noqa: BLE001 - the index cannot say
+        return None
+
+
+def _arg_for(call: cst.Call, params: List[str], param: str) -> Optional[cst.Arg]:
+    """The argument of ``call`` that binds ``param`` of a function with these ``params``."""
+    kw = keyword(call, param)
+    if kw is not None:
+        return kw
+    if param not in params:
+        return None
+    i = params.index(param)
+    pos = positional(call)
+    return pos[i] if i < len(pos) and not pos[i].star else None
 
 
 def _seeding_helpers(a: Analysis) -> Dict[str, Tuple[FuncInfo, str]]:

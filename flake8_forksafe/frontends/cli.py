@@ -483,7 +483,9 @@ def cmd_fix(args) -> int:
             fixed.extend(nbres.fixed)
             continue
         try:
-            result = fix_source(data, name, own, unsafe=bool(cfg.unsafe_fixes))
+            # the file's project index, as `check` uses it: what check reports as fixable is fixed
+            index = _index(name, cfg, use_cache=not getattr(args, "no_cache", False)) if path != "-" else None
+            result = fix_source(data, name, own, unsafe=bool(cfg.unsafe_fixes), index=index)
         except SourceError as exc:
             try:
                 text = decode(data, name)

@@ -305,9 +305,14 @@ def _fix_alone(job: Tuple[bytes, str, Any, bool]) -> Tuple[str, Any]:
     from flake8_forksafe.model import SourceError
     from flake8_forksafe.fix import fix_source
 
-    data, name, cfg, unsafe = job
+    data, name, cfg, unsafe, use_index = job
     try:
-        return "ok", fix_source(data, name, cfg, unsafe=unsafe)
+        index = None
+        if use_index:
+            from flake8_forksafe.index import index_for
+
+            index = index_for(name, cfg.knowledge, use_cache=bool(cfg.cache))
+        return "ok", fix_source(data, name, cfg, unsafe=unsafe, index=index)
     except SourceError as exc:
         return "skip", exc.message
     except RecursionError:
@@ -318,8 +323,9 @@ def _fix_alone(job: Tuple[bytes, str, Any, bool]) -> Tuple[str, Any]:
         return "error", f"{type(exc).__name__}: {exc}"
 
 
-def fix_guarded(data: Any, name: str, cfg: Any, unsafe: bool = False) -> Any:
-    """``fix.fix_source``, in a child process for a file that could take this one down.
+def fix_guarded(data: Any, name: str, cfg: Any, unsafe: bool = False, index: Any = None) -> Any:
+    """``fix.fix_source``, in a child process for a file that could take this one down (which
+    builds the file's project index itself when ``index`` is given).
     Raises SourceError (one line) for a file that cannot be fixed, as fix_source does."""
     from flake8_forksafe.model import SourceError
     from flake8_forksafe.fix import fix_source
@@ -327,11 +333,11 @@ def fix_guarded(data: Any, name: str, cfg: Any, unsafe: bool = False) -> Any:
     raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
     if not risky(raw, cfg.knowledge if cfg is not None else None):
         try:
-            return fix_source(data, name, cfg, unsafe=unsafe)
+            return fix_source(data, name, cfg, unsafe=unsafe, index=index)
         except MemoryError:
             raise SourceError("skipped: the analysis ran out of memory") from None
     kind, value = call_isolated(
-        _fix_alone, (data, name, cfg, unsafe), lambda job, why: ("skip", f"skipped: the analysis {why}")
+        _fix_alone, (data, name, cfg, unsafe, index is not None), lambda job, why: ("skip", f"skipped: the analysis {why}")
     )
     if kind == "ok":
         return value

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -262,6 +263,28 @@ def _lint(uri: str, text: str, path: str, cfg: Config, full: bool, lsp_increment
         return None, None
     except Exception as exc:  # a bug of ours must not cost the user the server
         return None, f"forksafe: {path}: internal error ({_one_line(exc)}); please report it"
+
+
+def _current_index(path: str, text: str, cfg: Config) -> Any:
+    """The index the lints use, its summary of this document brought up to ``text`` (a resolve
+    follows the lint of that text; a lagging summary is refreshed first)."""
+    lag = _LAGGING.pop(path, None)
+    ix = _index(path, cfg)
+    if ix is not None and lag is not None:
+        ix.update_text(path, text)
+    return ix
+
+
+@contextlib.contextmanager
+def no_gc_child() -> Any:
+    """The collector off while a fix is computed in the child (``lint``'s reasons), frozen after."""
+    from flake8_forksafe.engine import no_gc
+
+    with no_gc():
+        try:
+            yield
+        finally:
+            _collect_when_idle()
 
 
 def forget(uri: str) -> None:
@@ -611,17 +634,17 @@ class ForkSafeServer(LanguageServer):
 
 
 def fixed_text(
-    text: str, path: str, cfg: Config, unsafe: bool, code: Optional[str], parser: Any = None
+    text: str, path: str, cfg: Config, unsafe: bool, code: Optional[str], parser: Any = None, index: Any = None
 ) -> Optional[str]:
     """The document after ``forksafe fix`` (restricted to ``code`` when given); None when the fix
     changes nothing, fails, or (for one code) does not remove any finding of that code.
-    ``parser``: see ``fix.fix_rounds`` (the same text)."""
+    ``parser``, ``index``: see ``fix.fix_rounds`` (the same text; the index the lints use)."""
     from flake8_forksafe.fix import fix_source
 
     try:
         # only the rules that fix run (the text is the same; a resolve needs no other findings)
         result = fix_source(
-            text, path, cfg, unsafe=unsafe, select=[code] if code else None, fixers_only=True, parser=parser
+            text, path, cfg, unsafe=unsafe, select=[code] if code else None, fixers_only=True, parser=parser, index=index
         )
     except (SourceError, RecursionError):
         return None
@@ -699,7 +722,8 @@ def fixed_text_in_child(
     the document's last checked texts that a fix did not touch (``lsp_incremental.parser_for``)."""
     from flake8_forksafe.frontends import lsp_incremental
 
-    return fixed_text(text, path, cfg, unsafe, code, lsp_incremental.parser_for(uri, path, cfg))
+    with no_gc_child():
+        return fixed_text(text, path, cfg, unsafe, code, lsp_incremental.parser_for(uri, path, cfg), _current_index(path, text, cfg))
 
 
 def noqa_edit_in_child(uri: str, text: str, path: str, cfg: Config, line: int, code: str) -> Optional[Tuple[int, int, str]]:
