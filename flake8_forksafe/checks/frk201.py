@@ -24,7 +24,7 @@ from flake8_forksafe.model import SAFE, Example, Report, Rule
 class LambdaInDataset(Rule):
     """A lambda kept on a dataset (an attribute, a stored default argument, inside
     ``transforms.Lambda``/``Compose`` kept on self), passed into a dataset constructor, or given to a
-    DataLoader with worker processes as ``collate_fn``/``worker_init_fn``/``sampler``/``batch_sampler``.
+    DataLoader with worker processes as ``collate_fn``/``worker_init_fn`` (a sampler runs in the parent).
     Fork copies it, but spawn and forkserver workers receive the dataset and these callables pickled,
     and a lambda cannot be pickled."""
 

@@ -506,3 +506,45 @@ def test_doc_example_is_fixed_as_documented():
     doc = (Path(__file__).resolve().parents[2] / "docs" / "rules" / "FRK201.md").read_text(encoding="utf-8")
     example, use_instead = re.findall(r"```python\n(.*?)```", doc, re.S)[:2]
     assert fix_source(example, "t.py", CFG).source == use_instead
+
+
+SAMPLER_PROGRAM = """\
+from torch.utils.data import BatchSampler, DataLoader, Sampler
+
+
+class Sorted(Sampler):
+    def __init__(self, n, key):
+        self.n, self.key = n, key
+
+    def __iter__(self):
+        return iter(sorted(range(self.n), key=self.key))
+
+    def __len__(self):
+        return self.n
+
+
+if __name__ == "__main__":
+    for ctx in ("spawn", "forkserver"):
+        one = DataLoader(list(range(6)), sampler=Sorted(6, key=lambda i: -i), batch_size=3, num_workers=2,
+                         multiprocessing_context=ctx)
+        batches = BatchSampler(Sorted(6, key=lambda i: i % 2), batch_size=3, drop_last=False)
+        two = DataLoader(list(range(6)), batch_sampler=batches, num_workers=2, multiprocessing_context=ctx)
+        print(ctx, [b.tolist() for b in one], [b.tolist() for b in two])
+"""
+
+
+def test_a_lambda_in_a_sampler_is_not_flagged_and_runs_under_spawn(tmp_path):
+    """A loader's sampler and batch_sampler run in the parent: a lambda there never reaches a worker."""
+    assert check_source(SAMPLER_PROGRAM, "m.py", Config(select=("FRK201", "FRK202"))) == []
+    pytest.importorskip("torch")
+    import subprocess
+    import sys
+
+    prog = tmp_path / "samplers.py"
+    prog.write_text(SAMPLER_PROGRAM, encoding="utf-8")
+    r = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "spawn [[5, 4, 3], [2, 1, 0]] [[0, 2, 4], [1, 3, 5]]",
+        "forkserver [[5, 4, 3], [2, 1, 0]] [[0, 2, 4], [1, 3, 5]]",
+    ]

@@ -30,7 +30,9 @@ from flake8_forksafe.prefilter import LOADER_ATTRS  # the gate's anchor is the r
 
 
 # DataLoader parameters that take a callable or an object, with their positional index.
-LOADER_CALLABLES = (("sampler", 3), ("batch_sampler", 4), ("collate_fn", 6), ("worker_init_fn", 10))
+# the callables a DataLoader hands to its workers (its sampler and batch_sampler run in the parent:
+# ``_MultiProcessingDataLoaderIter`` gives each worker the dataset, collate_fn and worker_init_fn only)
+LOADER_CALLABLES = (("collate_fn", 6), ("worker_init_fn", 10))
 
 
 SPAWN_HINT = "spawn/forkserver workers cannot pickle it (it only works under fork)"
@@ -128,12 +130,10 @@ class Keeper:
         elif isinstance(e, cst.Name):
             self._name(e.value, scope, lam, depth, seen, out)
         elif isinstance(e, cst.Call):
-            if isinstance(e.func, cst.Lambda) or self.is_transient(e):
+            if isinstance(e.func, cst.Lambda):
                 return
-            if isinstance(e.func, cst.Name):
-                d = local_definition(self.a, e.func.value, scope)
-                if isinstance(d, ClassInfo):  # an instance of a local class
-                    out.append(Leaf("class", d.node, d.name, False))
+            # what a same-file factory returns (``self.default_transforms()``, a lower-case method
+            # whose arguments the transient test below would judge used, not kept)
             factory = closure_factory(self.a, e, scope)
             if factory is not None and id(factory.node) not in seen:
                 seen.add(id(factory.node))
@@ -144,6 +144,12 @@ class Keeper:
                 for leaf in made:
                     if leaf.kind in ("def", "lambda"):
                         out.append(Leaf(leaf.kind, leaf.node, leaf.hint, leaf.in_lambda_call, leaf.factory or label))
+            if self.is_transient(e):
+                return
+            if isinstance(e.func, cst.Name):
+                d = local_definition(self.a, e.func.value, scope)
+                if isinstance(d, ClassInfo):  # an instance of a local class
+                    out.append(Leaf("class", d.node, d.name, False))
             wrap = (dotted(e.func) or "").rsplit(".", 1)[-1] == "Lambda"
             for arg in e.args:
                 go(arg.value, scope, arg.keyword.value if arg.keyword is not None else hint, lam or wrap)
