@@ -93,6 +93,14 @@ class _Round:
         self.findings = [f for f, _, _ in located]
         self._located = located
 
+    def release(self) -> None:
+        """Free the round's analysis now (``Analysis.release``): its records and the libcst tree go by
+        reference counting, not by the cyclic collector; the text and the findings stay."""
+        if self.analysis is not None:
+            self.analysis.release()
+            self.analysis = None
+        self._located = []
+
     def fixable(self, unsafe: bool, fixers: Set[str]) -> List[Tuple[Rule, List]]:
         order: List[Rule] = []
         reports: dict = {}
@@ -263,7 +271,9 @@ def fix_rounds(
                 fixers.discard(rule.code)
                 _declined(rule, rnd.text, notes)
                 continue
-        rnd = nxt
+        rnd, done = nxt, rnd
+        done.release()
+    rnd.release()
     return rnd.text, before, rnd.findings
 
 

@@ -190,7 +190,7 @@ class StmtFact:
     a big file holds one per statement)."""
 
     __slots__ = ("start", "end", "name", "guard", "calls", "bases", "names", "attrs", "imports", "lambdas",
-                 "local_defs", "globals", "fork", "literal", "loader_stores")
+                 "local_defs", "globals", "fork", "literal", "loader_stores", "annotations")
 
     def __init__(self, start: int, end: int, name: str, guard: bool) -> None:
         self.start = start  # 1-based first line (decorators included)
@@ -208,6 +208,7 @@ class StmtFact:
         self.fork = False  # the string "fork"
         self.literal = False  # a literal-only container (``X = [...]``)
         self.loader_stores = False  # ``x.collate_fn = ...`` / ``x.worker_init_fn = ...`` (LOADER_ATTRS)
+        self.annotations: Tuple[Optional[str], ...] = ()  # dotted parameter annotations (``dp: IterDataPipe``)
 
 
 def _base_expr(node: ast.AST) -> Optional[str]:
@@ -272,6 +273,10 @@ def stmt_fact(stmt: ast.stmt, offset: int, imports: Dict[str, Set[str]]) -> Stmt
         elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
             if in_func:
                 f.local_defs = True
+            fa = node.args  # type: ignore[attr-defined]
+            for arg in (*fa.posonlyargs, *fa.args, *fa.kwonlyargs):
+                if arg.annotation is not None and type(arg.annotation) in (ast.Name, ast.Attribute, ast.Subscript):
+                    f.annotations += (_base_expr(arg.annotation),)
             # decorators, defaults and annotations run where the def is; the body when called
             todo.extend((d, in_func) for d in node.decorator_list)  # type: ignore[attr-defined]
             todo.append((node.args, in_func))  # type: ignore[attr-defined]
@@ -395,6 +400,9 @@ class Facts:
         for s in self.stmts:
             if loader and s.loader_stores:
                 return True
+            if local and not constructors and s.annotations:
+                # a stage given to a parameter typed as a dataset (``def join(dp: IterDataPipe)``)
+                constructors = any(self.base_anchor(x) for x in s.annotations)
             for bases in s.bases:
                 for b in bases:
                     if dataset and self.base_anchor(b):

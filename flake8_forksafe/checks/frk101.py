@@ -351,16 +351,19 @@ class DS(Dataset):
             b = Analysis(apply_split(a.module, [split]), a.knowledge, a.path, a.index)
         except Exception:  # noqa: BLE001 - a split that does not analyse is not offered
             return why
-        i = next((n for n, c in enumerate(a.classes) if c is k.cls), None)
-        if i is None or i >= len(b.classes) or b.classes[i].name != k.cls.name:
-            return why
-        found = [x for x in parent_kept_handles(b, b.classes[i]) if x.sa.attr == split.handle_attr]
-        if len(found) != 1 or not found[0].handle.direct:
-            return why
-        nxt = self._plan(b, found[0], [x for x in found if x.handle.call is found[0].handle.call])
-        if not isinstance(nxt, LazyPlan):
-            return f"{why} ({nxt})"
-        return split
+        try:
+            i = next((n for n, c in enumerate(a.classes) if c is k.cls), None)
+            if i is None or i >= len(b.classes) or b.classes[i].name != k.cls.name:
+                return why
+            found = [x for x in parent_kept_handles(b, b.classes[i]) if x.sa.attr == split.handle_attr]
+            if len(found) != 1 or not found[0].handle.direct:
+                return why
+            nxt = self._plan(b, found[0], [x for x in found if x.handle.call is found[0].handle.call])
+            if not isinstance(nxt, LazyPlan):
+                return f"{why} ({nxt})"
+            return split
+        finally:
+            b.release()
 
     @staticmethod
     def message(k: Kept, fix) -> str:
@@ -388,7 +391,10 @@ class DS(Dataset):
         # name the split handles on self, then plan every selected handle again on that module (no parse:
         # the same round), so a split never stays half done and the file is rewritten once
         b = Analysis(apply_split(a.module, splits), a.knowledge, a.path, a.index)
-        wanted = {(p.owner.name, p.attr) for p in lazy} | {(p.fn.cls.name, p.handle_attr) for p in splits if p.fn.cls}
-        again = [r.data for r in self.check(b) if isinstance(r.data, LazyPlan)
-                 and (r.data.owner.name, r.data.attr) in wanted]
-        return apply_lazy(b, again)
+        try:
+            wanted = {(p.owner.name, p.attr) for p in lazy} | {(p.fn.cls.name, p.handle_attr) for p in splits if p.fn.cls}
+            again = [r.data for r in self.check(b) if isinstance(r.data, LazyPlan)
+                     and (r.data.owner.name, r.data.attr) in wanted]
+            return apply_lazy(b, again)
+        finally:
+            b.release()

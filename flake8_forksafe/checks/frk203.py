@@ -363,7 +363,10 @@ class DS(Dataset):
             return apply_lazy(a, lazy) if lazy else apply_materialise(a.module, mats)
         # both: materialise, then plan the lazy attributes again on that module (no parse: the same round)
         b = Analysis(apply_materialise(a.module, mats), a.knowledge, a.path, a.index)
-        wanted = {(p.owner.name, p.attr) for p in lazy}
-        again = [r.data for r in self.check(b) if isinstance(r.data, LazyPlan)
-                 and (r.data.owner.name, r.data.attr) in wanted]
-        return apply_lazy(b, again)
+        try:
+            wanted = {(p.owner.name, p.attr) for p in lazy}
+            again = [r.data for r in self.check(b) if isinstance(r.data, LazyPlan)
+                     and (r.data.owner.name, r.data.attr) in wanted]
+            return apply_lazy(b, again)
+        finally:
+            b.release()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import weakref
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -433,6 +433,125 @@ def dataset_constructor(a: Analysis, site: CallSite) -> Optional[str]:
     return None
 
 
+# calls that use an object in the calling process, without keeping it or handing it on
+IN_PROCESS_CALLS = frozenset({
+    "next", "iter", "len", "list", "tuple", "sorted", "enumerate", "zip", "isinstance", "hasattr", "getattr",
+    "setattr", "delattr", "print", "repr", "str", "type", "id", "vars", "dir", "sum", "any", "all", "min", "max",
+})
+# pytest's ``monkeypatch`` fixture: patching an object's attribute keeps nothing of it
+_FIXTURE_CALLS = {"monkeypatch": frozenset({"setattr", "delattr", "setitem", "delitem"})}
+_STAYS_DEPTH = 3
+
+
+def stays_in_process(a: Analysis, site: CallSite, depth: int = 0) -> bool:
+    """The object ``site`` builds inside a function is used in this process only: iterated by a
+    ``for`` or a comprehension, given to ``IN_PROCESS_CALLS`` (``next``, ``list``...) or to pytest's
+    ``monkeypatch``, wrapped by another dataset constructor whose result does the same, or bound to
+    one local name (assigned once) whose every use does: indexed, iterated, measured, advanced,
+    attributes read or set, methods called on it (but one whose name says it builds a loader or an
+    iterator over workers: ``to_dataloader``, ``iterator``), compared or asserted on. Anything else
+    (returned, yielded, stored, passed to another call, captured by a nested scope) may take it to
+    a DataLoader's workers. Module-level objects are importable: never."""
+    fn = site.func
+    if fn is None or depth > _STAYS_DEPTH or fn.has_global:
+        return False
+    return _stays(a, fn, site.node, _parents(fn), depth)
+
+
+def _parents(fn: FuncInfo) -> Dict[int, cst.CSTNode]:
+    """id(node) -> its parent, for the nodes of ``fn``'s body (memoised on ``fn``)."""
+    got = fn.__dict__.get("_parents")
+    if got is None:
+        got = {}
+        stack: List[cst.CSTNode] = [fn.node.body]
+        kids: List[cst.CSTNode] = []
+        while stack:
+            n = stack.pop()
+            push_children(n, kids)
+            for c in kids:
+                got[id(c)] = n
+            stack += kids
+            kids.clear()
+        fn.__dict__["_parents"] = got
+    return got
+
+
+def _stays(a: Analysis, fn: FuncInfo, node: cst.CSTNode, parents: Dict[int, cst.CSTNode], depth: int) -> bool:
+    """The value of ``node`` (a call building the object, or a use of the name it is bound to),
+    where it stands in ``fn``, keeps the object in this process."""
+    parent = parents.get(id(node))
+    up = parent
+    while up is not None and up is not fn.node.body:  # a nested scope keeps it alive: captured
+        if isinstance(up, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.GeneratorExp)):
+            return False
+        up = parents.get(id(up))
+    if isinstance(node, cst.Call):
+        if isinstance(parent, cst.Assign) and parent.value is node:
+            if len(parent.targets) != 1 or not isinstance(parent.targets[0].target, cst.Name):
+                return False
+            name = parent.targets[0].target.value
+            if len(fn.local_assigns.get(name, ())) != 1 or name in fn.params:
+                return False
+            return _uses_stay(a, fn, name, parents, depth)
+        if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
+            return True
+    else:
+        if isinstance(parent, cst.AssignTarget):
+            return True  # the one assignment of the name
+        if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
+            return True
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            grand = parents.get(id(parent))
+            if isinstance(grand, cst.Call) and grand.func is parent:
+                method = parent.attr.value.lower()
+                return "loader" not in method and "iterator" not in method
+            return True  # ``ds.attr``, ``ds.attr = v``
+        if isinstance(parent, (cst.Subscript, cst.Comparison, cst.ComparisonTarget, cst.Assert, cst.If,
+                               cst.UnaryOperation, cst.BooleanOperation, cst.Del, cst.Expr)):
+            return True
+    if isinstance(parent, cst.Arg) and parent.value is node:
+        call = parents.get(id(parent))
+        if not isinstance(call, cst.Call):
+            return False
+        f = call.func
+        if isinstance(f, cst.Name) and f.value in IN_PROCESS_CALLS:
+            return True
+        if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.attr.value in _FIXTURE_CALLS.get(f.value.value, ()):
+            return f.value.value in fn.params
+        wrap = next((c for c in a.calls if c.node is call), None)
+        return wrap is not None and dataset_constructor(a, wrap) is not None and depth < _STAYS_DEPTH and (
+            _stays(a, fn, call, parents, depth + 1)
+        )
+    return False
+
+
+def _uses_stay(a: Analysis, fn: FuncInfo, name: str, parents: Dict[int, cst.CSTNode], depth: int) -> bool:
+    for use in _name_nodes(fn):
+        if use.value != name:
+            continue
+        parent = parents.get(id(use))
+        if (isinstance(parent, cst.Attribute) and parent.attr is use) or (isinstance(parent, cst.Arg) and parent.keyword is use):
+            continue  # ``x.name``, ``f(name=x)``: not the variable
+        if not _stays(a, fn, use, parents, depth):
+            return False
+    return True
+
+
+def _name_nodes(fn: FuncInfo) -> List[cst.Name]:
+    got = fn.__dict__.get("_name_nodes")
+    if got is None:
+        got = []
+        stack: List[cst.CSTNode] = [fn.node.body]
+        while stack:
+            n = stack.pop()
+            if type(n) is cst.Name:
+                got.append(n)
+                continue
+            push_children(n, stack)
+        fn.__dict__["_name_nodes"] = got
+    return got
+
+
 def _library_dataset(a: Analysis, site: CallSite) -> bool:
     """``site`` builds a dataset of a modelled library (a public class of a dataset module,
     ``torchvision.datasets.Cityscapes``, or a dataset class of ``rules/libraries.toml``): it keeps
@@ -553,7 +672,7 @@ class Sinks:
             if not isinstance(f, cst.Attribute) or not site.node.args:
                 continue
             rs = self._pipeline_root(f.value, site.func, by_node)
-            if rs is None or not self._stage_keeps(rs, f.attr.value):
+            if rs is None or (isinstance(rs, CallSite) and not self._stage_keeps(rs, f.attr.value)):
                 continue
             leaves: List[Leaf] = []
             for arg in site.node.args:
@@ -562,13 +681,16 @@ class Sinks:
             if not leaves:
                 continue
             exempt = a.all_loaders_zero or (id(site.node) in reaching and not reaching[id(site.node)])
-            yield Sink(f"given to a stage (.{f.attr.value}()) of the dataset pipeline {dataset_constructor(a, rs)}(...)", exempt, leaves)
+            what = f"{dataset_constructor(a, rs)}(...)" if isinstance(rs, CallSite) else rs
+            yield Sink(f"given to a stage (.{f.attr.value}()) of the dataset pipeline {what}", exempt, leaves)
 
-    def _pipeline_root(self, expr: cst.BaseExpression, scope: Optional[FuncInfo], by_node: Dict[int, CallSite]) -> Optional[CallSite]:
+    def _pipeline_root(self, expr: cst.BaseExpression, scope: Optional[FuncInfo], by_node: Dict[int, CallSite]) -> Union[CallSite, str, None]:
         """The dataset constructor call a method chain starts from (``WebDataset(urls).decode()``),
         also through the local names the chain's receiver is bound to, a pipeline built one stage per
         statement (``dp = IterableWrapper(urls)``, ``dp = dp.on_disk_cache(...)``,
-        ``dp = dp.filter(keep)``): every value of the name is followed (a bounded search)."""
+        ``dp = dp.filter(keep)``): every value of the name is followed (a bounded search). A
+        parameter annotated with a dataset class (``def join(datapipe: IterDataPipe)``) is a
+        pipeline too: "the IterDataPipe parameter datapipe"."""
         a = self.a
         todo: List[cst.BaseExpression] = [expr]
         seen: Set[int] = set()
@@ -582,10 +704,31 @@ class Sinks:
                     break
                 root = root.func.value
             if isinstance(root, cst.Name):
-                for v in a.local_values(root.value, scope):
+                values = list(a.local_values(root.value, scope))
+                for v in values:
                     if id(v) not in seen:
                         seen.add(id(v))
                         todo.append(v)
+                if not values:
+                    cls = self._annotated_dataset(root.value, scope)
+                    if cls is not None:
+                        return f"(the {cls} parameter {root.value})"
+        return None
+
+    def _annotated_dataset(self, name: str, scope: Optional[FuncInfo]) -> Optional[str]:
+        """The dataset class ``name``'s annotation names, when ``name`` is a parameter of ``scope``
+        (or of a function around it) that no statement there rebinds."""
+        f = scope
+        while f is not None and name not in f.params:
+            f = f.parent
+        if f is None or name in f.local_assigns:
+            return None
+        p = f.node.params
+        for param in (*p.posonly_params, *p.params, *p.kwonly_params):
+            if param.name.value == name and param.annotation is not None:
+                q = self.a.qualify(param.annotation.annotation)
+                if q and self.a._is_dataset_base_name(q):
+                    return q.rsplit(".", 1)[-1]
         return None
 
     def _stage_keeps(self, root: CallSite, method: str) -> bool:
@@ -751,12 +894,15 @@ class Sinks:
                 yield Sink(f"passed to the dataset constructor {name}()", self.call_exempt(site), leaves)
 
     def call_exempt(self, site: CallSite) -> bool:
-        """The dataset built by ``site`` reaches only loaders with num_workers=0."""
+        """The dataset built by ``site`` reaches only loaders with num_workers=0, or none at all: it
+        is used in the process that builds it only (``stays_in_process``)."""
         a = self.a
         if a.all_loaders_zero:
             return True
         mine = [lc for lc in a.loader_calls if self._flows_into(site, lc)]
-        return bool(mine) and all(lc.workers == "zero" for lc in mine)
+        if mine:
+            return all(lc.workers == "zero" for lc in mine)
+        return stays_in_process(a, site)
 
     def _flows_into(self, site: CallSite, lc: LoaderCall) -> bool:
         ds = lc.arg("dataset", 0)
