@@ -35,7 +35,7 @@ from flake8_forksafe.engine import (
 )
 from flake8_forksafe.families.style import line_length
 from flake8_forksafe.model import SAFE, UNSAFE, Finding, Rule, SourceError
-from flake8_forksafe.prefilter import split_lines
+from flake8_forksafe.prefilter import common_ends, split_lines
 from flake8_forksafe.source import decode, encode, encoding_of
 
 MAX_ROUNDS = 12
@@ -128,13 +128,7 @@ def _statement_spans(a) -> List[Tuple[int, int]]:
 def _edits(old: List[str], new: List[str]) -> List[Edit]:
     """The replaced line runs, found by difflib between the lines the two texts share at their
     start and at their end (a fix rewrites a few statements of a long file)."""
-    n = min(len(old), len(new))
-    p = 0
-    while p < n and old[p] == new[p]:
-        p += 1
-    q = 0
-    while q < n - p and old[-1 - q] == new[-1 - q]:
-        q += 1
+    p, q = common_ends(old, new)
     sm = difflib.SequenceMatcher(None, old[p : len(old) - q], new[p : len(new) - q], autojunk=False)
     return [(p + i1, p + i2, new[p + j1 : p + j2]) for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal"]
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
-from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from flake8_forksafe.knowledge import Knowledge
 
@@ -476,6 +476,18 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 def split_lines(text: str) -> List[str]:
     """The lines Python counts (not ``str.splitlines``, which also breaks at \\f, \\u2028...)."""
     return _LINE.findall(text)
+
+
+def common_ends(old: Sequence[str], new: Sequence[str]) -> Tuple[int, int]:
+    """How many lines the two texts share at their start, and then at their end."""
+    n = min(len(old), len(new))
+    p = 0
+    while p < n and old[p] == new[p]:
+        p += 1
+    q = 0
+    while q < n - p and old[-1 - q] == new[-1 - q]:
+        q += 1
+    return p, q
 
 
 def facts_of_text(text: str, k: Knowledge) -> Optional[Facts]:

@@ -170,7 +170,7 @@ def _one_statement_changed(text: str, k: Any, memo: Memo) -> Optional[prefilter.
         return _facts_of_order(order, k)
     old = prefilter.split_lines(old_text)
     new = prefilter.split_lines(text)
-    p, q = _common_ends(old, new)
+    p, q = prefilter.common_ends(old, new)
     first, last = p, len(old) - q  # old lines [first, last) (0-based) were replaced
     delta = len(new) - len(old)
     i = next((j for j, o in enumerate(order) if o[1].start - 1 <= first and last <= o[1].end), None)
@@ -487,22 +487,10 @@ class SpliceParser:
         return got
 
 
-def _common_ends(old: Sequence[str], new: Sequence[str]) -> Tuple[int, int]:
-    """How many lines the two texts share at their start, and then at their end."""
-    n = min(len(old), len(new))
-    p = 0
-    while p < n and old[p] == new[p]:
-        p += 1
-    q = 0
-    while q < n - p and old[-1 - q] == new[-1 - q]:
-        q += 1
-    return p, q
-
-
 def _hunks(old: List[str], new: List[str], by_diff: bool) -> Optional[List[Tuple[int, int, int, int]]]:
     """The replaced line ranges (old i1:i2 by new j1:j2): the one between the common prefix and
     suffix, or (``by_diff``) difflib's runs in it (None: no change, or nothing difflib would add)."""
-    p, q = _common_ends(old, new)
+    p, q = prefilter.common_ends(old, new)
     if p == len(old) == len(new):
         return None
     first, last = p, len(old) - q
