@@ -80,7 +80,11 @@ class _Round:
         self.findings: List[Finding] = []
         self.todo: List[Tuple[Rule, List]] = []  # (rule, its fixable reports), by earliest finding
         self.analysis = None
-        if not rules or not (could_have_findings(text, config) or project_anchor(index, path, config, text)):
+        # the gate only spares an analysis that finds nothing (it over-approximates every rule): the
+        # language server's rounds (a ``parser`` given) fix a text its lint found something in
+        if not rules or (
+            parser is None and not (could_have_findings(text, config) or project_anchor(index, path, config, text))
+        ):
             return
         from flake8_forksafe.notebook import is_jupytext
 
