@@ -849,26 +849,32 @@ class Analysis:
         qualified ``X``: the class derives from some ``X``."""
         if not isinstance(base, cst.Name) or cls.in_function is None:
             return None
-        f: Optional[FuncInfo] = cls.in_function
+        got = self.param_annotation(cls.in_function, base.value)
+        ann = got[1] if got is not None else None
+        if isinstance(ann, cst.SimpleString):  # a quoted annotation: "type[Dataset]"
+            try:
+                ann = cst.parse_expression(ann.evaluated_value)  # type: ignore[arg-type]
+            except Exception:
+                return None
+        if (
+            isinstance(ann, cst.Subscript)
+            and (dotted(ann.value) or "").rsplit(".", 1)[-1] in ("Type", "type")
+            and len(ann.slice) == 1
+            and isinstance(ann.slice[0].slice, cst.Index)
+        ):
+            return self.qualify(ann.slice[0].slice.value)
+        return None
+
+    @staticmethod
+    def param_annotation(scope: Optional[FuncInfo], name: str) -> Optional[Tuple[FuncInfo, Optional[cst.BaseExpression]]]:
+        """(the function, ``scope`` or one around it, whose parameter ``name`` is; that parameter's
+        annotation, or None), or None when no enclosing function has such a parameter."""
+        f = scope
         while f is not None:
             ps = f.node.params
             for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params):
-                if p.name.value != base.value:
-                    continue
-                ann = p.annotation.annotation if p.annotation is not None else None
-                if isinstance(ann, cst.SimpleString):  # a quoted annotation: "type[Dataset]"
-                    try:
-                        ann = cst.parse_expression(ann.evaluated_value)  # type: ignore[arg-type]
-                    except Exception:
-                        return None
-                if (
-                    isinstance(ann, cst.Subscript)
-                    and (dotted(ann.value) or "").rsplit(".", 1)[-1] in ("Type", "type")
-                    and len(ann.slice) == 1
-                    and isinstance(ann.slice[0].slice, cst.Index)
-                ):
-                    return self.qualify(ann.slice[0].slice.value)
-                return None
+                if p.name.value == name:
+                    return f, (p.annotation.annotation if p.annotation is not None else None)
             f = f.parent
         return None
 

@@ -373,9 +373,11 @@ class _Summariser:
                         m.assigns.append(Assign(t.attr, n.lineno, kind, detail))
             elif isinstance(n, ast.Call):
                 f = n.func
+                own = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == self_name
+                q = None if own else self.qualify(_dotted(f))
                 if self_name:
                     self.loader_self_args(n, self_name, m)
-                elif self.qualify(_dotted(f)) in self.k.seeders:
+                elif q in self.k.seeders:
                     seed = n.args[0] if n.args else next((kw.value for kw in n.keywords if kw.arg == "seed"), None)
                     if isinstance(seed, ast.Name) and seed.id in params and seed.id not in fn.locals and seed.id not in m.seeds:
                         m.seeds.append(seed.id)
@@ -383,8 +385,7 @@ class _Summariser:
                     use = self.cuda_call(n)
                     if use:
                         m.cuda, m.cuda_line = use, n.lineno
-                if not isinstance(f, ast.Attribute) or not (isinstance(f.value, ast.Name) and f.value.id == self_name):
-                    q = self.qualify(_dotted(f))
+                if not own:
                     if q and q not in m.callees and len(m.callees) < 64 and not q.startswith(("torch.", "numpy.", "builtins.")):
                         m.callees.append(q)
                 if isinstance(f, ast.Attribute):
@@ -415,7 +416,7 @@ class _Summariser:
         if saved_names is not None:
             self.s.names = saved_names
         if self_name and node.name == "__init__":
-            m.transient = transient_params(node, [p for p in params if p != self_name])
+            m.transient = transient_params_of_ast(node, [p for p in params if p != self_name])
         if generator:
             m.returns = "generator"
         else:
@@ -709,7 +710,7 @@ def _body_nodes(body: List[ast.stmt]) -> List[ast.AST]:
 _CAPTURING = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.GeneratorExp)
 
 
-def transient_params(fn: ast.AST, params: Sequence[str]) -> List[str]:
+def transient_params_of_ast(fn: ast.AST, params: Sequence[str]) -> List[str]:
     """The parameters of ``fn`` (an ``__init__``) its body only calls, or never reads: every read
     is ``p(...)`` outside a nested def, class, lambda or generator expression (a list, set or dict
     comprehension runs at once). A store, a ``del``, any other read (passed on, kept, returned), or a

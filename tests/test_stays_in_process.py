@@ -42,6 +42,18 @@ def codes(body: str):
     return sorted({f.code for f in check_source(src, "test_signals.py", CFG)})
 
 
+def built_then(header: str, use: str) -> str:
+    """A function ``header`` that builds a dataset keeping a local function and a lambda, then ``use``."""
+    return f"""\
+    {header}
+        def double(x):
+            return 2 * x
+
+        dataset = Signals([double, lambda x: x + 1])
+        {use}
+    """
+
+
 @pytest.mark.parametrize(
     "use",
     [
@@ -56,15 +68,7 @@ def codes(body: str):
     ],
 )
 def test_used_in_the_building_process_only(use):
-    body = f"""\
-    def test_it(monkeypatch):
-        def double(x):
-            return 2 * x
-
-        dataset = Signals([double, lambda x: x + 1])
-        {use}
-    """
-    assert codes(body) == []
+    assert codes(built_then("def test_it(monkeypatch):", use)) == []
 
 
 def test_iterated_where_it_is_built():
@@ -94,15 +98,7 @@ def test_iterated_where_it_is_built():
     ],
 )
 def test_may_reach_workers_keeps_the_finding(use):
-    body = f"""\
-    def build(self_like):
-        def double(x):
-            return 2 * x
-
-        dataset = Signals([double, lambda x: x + 1])
-        {use}
-    """
-    assert codes(body) == ["FRK201", "FRK202"]
+    assert codes(built_then("def build(self_like):", use)) == ["FRK201", "FRK202"]
 
 
 def test_module_level_datasets_are_importable():

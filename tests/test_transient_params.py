@@ -18,7 +18,7 @@ from flake8_forksafe.analysis import Analysis
 from flake8_forksafe.config import Config
 from flake8_forksafe.engine import check_source
 from flake8_forksafe.families.pickling.facts import transient_params
-from flake8_forksafe.index import transient_params as index_transient_params
+from flake8_forksafe.index import transient_params_of_ast as index_transient_params
 from flake8_forksafe.knowledge import default_knowledge
 from tests.test_index import forksafe, write
 

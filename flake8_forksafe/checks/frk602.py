@@ -366,13 +366,14 @@ def constant_seeds(
             arg = _seed_arg(site.node)
         elif isinstance(site.node.func, cst.Name) and site.node.func.value in helpers:
             fn, helper_param = helpers[site.node.func.value]
-            arg = _bound_arg(site.node, fn, helper_param)
+            p = fn.node.params
+            arg = _bound_arg(site.node, [x.name.value for x in (*p.posonly_params, *p.params)], helper_param)
         else:
             other = _project_seeding_helper(a, site)
             if other is None:
                 continue
             param, params, qname, path, line = other
-            arg = _arg_for(site.node, params, param)
+            arg = _bound_arg(site.node, params, param)
             via = f" ({qname.rsplit('.', 1)[-1]} seeds from it in {path}:{line})"
         if arg is None or arg.star:
             continue  # seed() without a seed: fresh OS entropy
@@ -398,18 +399,6 @@ def _project_seeding_helper(a: Analysis, site: CallSite) -> Optional[Tuple[str, 
         return None
 
 
-def _arg_for(call: cst.Call, params: List[str], param: str) -> Optional[cst.Arg]:
-    """The argument of ``call`` that binds ``param`` of a function with these ``params``."""
-    kw = keyword(call, param)
-    if kw is not None:
-        return kw
-    if param not in params:
-        return None
-    i = params.index(param)
-    pos = positional(call)
-    return pos[i] if i < len(pos) and not pos[i].star else None
-
-
 def _seeding_helpers(a: Analysis) -> Dict[str, Tuple[FuncInfo, str]]:
     """Module-level functions that pass one of their parameters straight to a seeder
     (``def set_seed(seed): np.random.seed(seed); torch.manual_seed(seed)``)."""
@@ -426,14 +415,13 @@ def _seeding_helpers(a: Analysis) -> Dict[str, Tuple[FuncInfo, str]]:
     return out
 
 
-def _bound_arg(call: cst.Call, fn: FuncInfo, param: str) -> Optional[cst.Arg]:
+def _bound_arg(call: cst.Call, params: List[str], param: str) -> Optional[cst.Arg]:
+    """The argument of ``call`` that binds ``param`` of a function with these (positional) ``params``."""
     kw = keyword(call, param)
     if kw is not None:
         return kw
-    p = fn.node.params
-    names = [x.name.value for x in (*p.posonly_params, *p.params)]
-    if param not in names:
+    if param not in params:
         return None
-    i = names.index(param)
+    i = params.index(param)
     pos = positional(call)
     return pos[i] if i < len(pos) else None

@@ -190,14 +190,8 @@ def lint(uri: str, text: str, path: str, cfg: Config, full: bool = False) -> Tup
     not parse (half-typed code: not worth a message), or a check failed (an internal error).
     Runs in the isolated child, which remembers each document between calls
     (``lsp_incremental``): ``full`` (open, save) re-analyses whatever changed."""
-    from flake8_forksafe.engine import no_gc
-    from flake8_forksafe.frontends import lsp_incremental
-
-    with no_gc():  # the index's parse too: the collector would traverse the remembered libcst trees
-        try:
-            return _lint(uri, text, path, cfg, full, lsp_incremental)
-        finally:
-            _collect_when_idle()
+    with no_gc_child():  # the index's parse too: the collector would traverse the remembered libcst trees
+        return _lint(uri, text, path, cfg, full)
 
 
 IDLE_COLLECT_S = 2.0  # seconds without a lint after which the child collects its cyclic garbage
@@ -235,7 +229,9 @@ def _collect_now() -> None:
     gc.freeze()
 
 
-def _lint(uri: str, text: str, path: str, cfg: Config, full: bool, lsp_incremental: Any) -> Tuple[Optional[List[Finding]], Optional[str]]:
+def _lint(uri: str, text: str, path: str, cfg: Config, full: bool) -> Tuple[Optional[List[Finding]], Optional[str]]:
+    from flake8_forksafe.frontends import lsp_incremental
+
     try:
         for other in [p for p in _LAGGING if p != path]:
             lag_text, lag_cfg = _LAGGING.pop(other)
@@ -277,7 +273,8 @@ def _current_index(path: str, text: str, cfg: Config) -> Any:
 
 @contextlib.contextmanager
 def no_gc_child() -> Any:
-    """The collector off while a fix is computed in the child (``lint``'s reasons), frozen after."""
+    """The collector off while the child lints or computes a fix, what it remembers frozen after
+    (``_collect_when_idle``)."""
     from flake8_forksafe.engine import no_gc
 
     with no_gc():

@@ -381,7 +381,7 @@ def transient_params(init: FuncInfo) -> FrozenSet[str]:
     also in a list, set or dict comprehension) or never reads: none is stored, passed on, read
     otherwise, or read in a nested def, class, lambda or generator expression (which may outlive
     the call), and the body calls no ``locals()`` / ``vars()``. The project index computes the
-    same from the CPython tree (``index.transient_params``)."""
+    same from the CPython tree (``index.transient_params_of_ast``)."""
     left = {p for p in init.params if p != init.self_name}
     todo: List[Tuple[cst.CSTNode, bool, bool]] = [(init.node.body, False, False)]  # (node, captured, callee)
     kids: List[cst.CSTNode] = []
@@ -455,24 +455,28 @@ def stays_in_process(a: Analysis, site: CallSite, depth: int = 0) -> bool:
     fn = site.func
     if fn is None or depth > _STAYS_DEPTH or fn.has_global:
         return False
-    return _stays(a, fn, site.node, _parents(fn), depth)
+    return _stays(a, fn, site.node, _body_map(fn)[0], depth)
 
 
-def _parents(fn: FuncInfo) -> Dict[int, cst.CSTNode]:
-    """id(node) -> its parent, for the nodes of ``fn``'s body (memoised on ``fn``)."""
-    got = fn.__dict__.get("_parents")
+def _body_map(fn: FuncInfo) -> Tuple[Dict[int, cst.CSTNode], List[cst.Name]]:
+    """(id(node) -> its parent, the ``Name`` nodes) of ``fn``'s body: one walk, memoised on ``fn``."""
+    got = fn.__dict__.get("_body_map")
     if got is None:
-        got = {}
+        parents: Dict[int, cst.CSTNode] = {}
+        names: List[cst.Name] = []
         stack: List[cst.CSTNode] = [fn.node.body]
         kids: List[cst.CSTNode] = []
         while stack:
             n = stack.pop()
+            if type(n) is cst.Name:
+                names.append(n)
+                continue
             push_children(n, kids)
             for c in kids:
-                got[id(c)] = n
+                parents[id(c)] = n
             stack += kids
             kids.clear()
-        fn.__dict__["_parents"] = got
+        got = fn.__dict__["_body_map"] = (parents, names)
     return got
 
 
@@ -482,7 +486,7 @@ def _stays(a: Analysis, fn: FuncInfo, node: cst.CSTNode, parents: Dict[int, cst.
     parent = parents.get(id(node))
     up = parent
     while up is not None and up is not fn.node.body:  # a nested scope keeps it alive: captured
-        if isinstance(up, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.GeneratorExp)):
+        if isinstance(up, _CAPTURING):
             return False
         up = parents.get(id(up))
     if isinstance(node, cst.Call):
@@ -518,7 +522,7 @@ def _stays(a: Analysis, fn: FuncInfo, node: cst.CSTNode, parents: Dict[int, cst.
             return True
         if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.attr.value in _FIXTURE_CALLS.get(f.value.value, ()):
             return f.value.value in fn.params
-        wrap = next((c for c in a.calls if c.node is call), None)
+        wrap = next((c for c in fn.calls if c.node is call), None)  # not in a nested scope: fn's own
         return wrap is not None and dataset_constructor(a, wrap) is not None and depth < _STAYS_DEPTH and (
             _stays(a, fn, call, parents, depth + 1)
         )
@@ -526,7 +530,7 @@ def _stays(a: Analysis, fn: FuncInfo, node: cst.CSTNode, parents: Dict[int, cst.
 
 
 def _uses_stay(a: Analysis, fn: FuncInfo, name: str, parents: Dict[int, cst.CSTNode], depth: int) -> bool:
-    for use in _name_nodes(fn):
+    for use in _body_map(fn)[1]:
         if use.value != name:
             continue
         parent = parents.get(id(use))
@@ -535,21 +539,6 @@ def _uses_stay(a: Analysis, fn: FuncInfo, name: str, parents: Dict[int, cst.CSTN
         if not _stays(a, fn, use, parents, depth):
             return False
     return True
-
-
-def _name_nodes(fn: FuncInfo) -> List[cst.Name]:
-    got = fn.__dict__.get("_name_nodes")
-    if got is None:
-        got = []
-        stack: List[cst.CSTNode] = [fn.node.body]
-        while stack:
-            n = stack.pop()
-            if type(n) is cst.Name:
-                got.append(n)
-                continue
-            push_children(n, stack)
-        fn.__dict__["_name_nodes"] = got
-    return got
 
 
 def _library_dataset(a: Analysis, site: CallSite) -> bool:
@@ -718,18 +707,11 @@ class Sinks:
     def _annotated_dataset(self, name: str, scope: Optional[FuncInfo]) -> Optional[str]:
         """The dataset class ``name``'s annotation names, when ``name`` is a parameter of ``scope``
         (or of a function around it) that no statement there rebinds."""
-        f = scope
-        while f is not None and name not in f.params:
-            f = f.parent
-        if f is None or name in f.local_assigns:
+        got = self.a.param_annotation(scope, name)
+        if got is None or got[1] is None or name in got[0].local_assigns:
             return None
-        p = f.node.params
-        for param in (*p.posonly_params, *p.params, *p.kwonly_params):
-            if param.name.value == name and param.annotation is not None:
-                q = self.a.qualify(param.annotation.annotation)
-                if q and self.a._is_dataset_base_name(q):
-                    return q.rsplit(".", 1)[-1]
-        return None
+        q = self.a.qualify(got[1])
+        return q.rsplit(".", 1)[-1] if q and self.a._is_dataset_base_name(q) else None
 
     def _stage_keeps(self, root: CallSite, method: str) -> bool:
         """A stage method of a same-file dataset class keeps its function only when its body stores
