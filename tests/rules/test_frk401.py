@@ -479,7 +479,10 @@ def test_a_module_level_executor_is_harmless_under_spawn(tmp_path):
         "import multiprocessing as mp\n"
         "from concurrent.futures import ProcessPoolExecutor\n\n"
         "POOL = ProcessPoolExecutor(2, mp_context=mp.get_context('spawn'))\n"
-        "print('imported', mp.current_process().name, len(mp.active_children()), flush=True)\n\n\n"
+        # one write per line: the spawn children print at the same time into one pipe
+        "import sys\n"
+        "sys.stdout.write(f'imported {mp.current_process().name} {len(mp.active_children())}\\n')\n"
+        "sys.stdout.flush()\n\n\n"
         "def work(x):\n    return x * 2\n\n\n"
         "if __name__ == '__main__':\n"
         "    print(sorted(POOL.map(work, range(4))), flush=True)\n"
