@@ -1657,11 +1657,22 @@ class LoaderCall:
                 return pos[index].value
         return None
 
+    def given(self, name: str, index: Optional[int] = None) -> Optional[cst.BaseExpression]:
+        """``arg``, or the value a ``**kwargs`` dict of the call carries for ``name`` (``kwarg_value``)."""
+        node = self.arg(name, index)
+        if node is None and has_star_kwargs(self.node):
+            node = kwarg_value(self.a, self.node, name)
+        return node
+
     @cached_property
     def workers(self) -> str:
         """"zero", "positive" or "unknown" for num_workers."""
         node = self.arg("num_workers", 5)
         if node is None:
+            if has_star_kwargs(self.node):
+                flowed = int_value(kwarg_value(self.a, self.node, "num_workers"))  # a literal only: the
+                if flowed is not None:  # dict may be built in another method, where names mean other things
+                    return "zero" if flowed == 0 else "positive"
             if has_star_kwargs(self.node) or any(a.star == "*" for a in self.node.args):
                 return "unknown"
             # a subclass may pass num_workers itself; the plain DataLoader default is 0
@@ -1781,7 +1792,9 @@ def _ends_in_npz(node: cst.BaseExpression) -> bool:
 def kwarg_value(a: Analysis, call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
     """The value of keyword ``name`` of ``call``: given directly, or through ``**kw`` where ``kw`` is
     a dict literal (``{"chunksize": n}``) or ``dict(chunksize=n)``, directly or bound to a local
-    name of the enclosing function (or the module)."""
+    name of the enclosing function (or the module), or added to it later (``kw["chunksize"] = n``,
+    ``kw.update({...})``, ``kw.update(chunksize=n)``, ``kw.setdefault("chunksize", n)``); ``kw`` may
+    be an attribute of ``self`` (``**self.kwargs``), built and filled in any method of the class."""
     arg = keyword(call, name)
     if arg is not None:
         return arg.value
@@ -1795,11 +1808,19 @@ def kwarg_value(a: Analysis, call: cst.Call, name: str) -> Optional[cst.BaseExpr
     scope = site.func if site is not None else None
     for star in stars:
         values = [star]
+        attr = self_attr(star, scope.self_name) if scope is not None and scope.self_name else None
         if isinstance(star, cst.Name):
             values = a.local_values(star.value, scope) if scope is not None else list(a.module_assigns.get(star.value, ()))
             item = _item_assign(a, scope, star.value, name)  # `kw["worker_init_fn"] = ...` later on
             if item is not None:
                 return item
+        elif attr is not None and scope is not None:  # **self.kwargs
+            fns = [scope] + [f for f in (a.class_functions(scope.cls) if scope.cls is not None else ()) if f is not scope]
+            for fn in fns:
+                item = _item_assign(a, fn, f"{fn.self_name}.{attr}", name) if fn.self_name else None
+                if item is not None:
+                    return item
+            values = [sa.value for fn in fns for sa in fn.self_assigns if sa.attr == attr and sa.kind == "assign" and sa.value is not None]
         for v in values:
             if isinstance(v, cst.Dict):
                 for el in v.elements:
@@ -1813,8 +1834,10 @@ def kwarg_value(a: Analysis, call: cst.Call, name: str) -> Optional[cst.BaseExpr
 
 
 def _item_assign(a: Analysis, scope: Optional[FuncInfo], var: str, key: str) -> Optional[cst.BaseExpression]:
-    """The value of the last ``var["key"] = value`` in ``scope``'s own body (not nested functions), or
-    None: a keyword added to a ``**kwargs`` dict after it was built."""
+    """The value of the last ``var["key"] = value`` (or ``var.update({"key": value})``,
+    ``var.update(key=value)``, ``var.setdefault("key", value)``) in ``scope``'s own body (not nested
+    functions), or None: a keyword added to a ``**kwargs`` dict after it was built. ``var``: a name
+    or a dotted attribute (``self.kwargs``)."""
     if scope is None:
         return None
     cache = a.__dict__.setdefault("_flow_item_assigns", {})
@@ -1826,15 +1849,33 @@ def _item_assign(a: Analysis, scope: Optional[FuncInfo], var: str, key: str) -> 
             def visit_Assign(self, node: cst.Assign) -> None:
                 for t in node.targets:
                     tgt = t.target
-                    if (
-                        isinstance(tgt, cst.Subscript)
-                        and isinstance(tgt.value, cst.Name)
-                        and len(tgt.slice) == 1
-                        and isinstance(tgt.slice[0].slice, cst.Index)
-                    ):
+                    if isinstance(tgt, cst.Subscript) and len(tgt.slice) == 1 and isinstance(tgt.slice[0].slice, cst.Index):
                         k = string_value(tgt.slice[0].slice.value)
-                        if k is not None:
-                            found[(tgt.value.value, k)] = node.value
+                        d = dotted(tgt.value)
+                        if k is not None and d is not None:
+                            found[(d, k)] = node.value
+
+            def visit_Call(self, node: cst.Call) -> None:
+                f = node.func
+                if not isinstance(f, cst.Attribute) or f.attr.value not in ("update", "setdefault"):
+                    return
+                d = dotted(f.value)
+                if d is None:
+                    return
+                if f.attr.value == "setdefault":
+                    pos = positional(node)
+                    k = string_value(pos[0].value) if len(pos) == 2 else None
+                    if k is not None:
+                        found[(d, k)] = pos[1].value
+                    return
+                for arg in node.args:
+                    if arg.keyword is not None:
+                        found[(d, arg.keyword.value)] = arg.value
+                    elif not arg.star and isinstance(arg.value, cst.Dict):
+                        for el in arg.value.elements:
+                            k = string_value(el.key) if isinstance(el, cst.DictElement) else None
+                            if k is not None:
+                                found[(d, k)] = el.value
 
         scope.node.visit(Items(scope.node))
         items = cache[id(scope)] = found

@@ -8,7 +8,7 @@ from typing import Dict, Iterator, List, Tuple
 import libcst as cst
 
 from flake8_forksafe.analysis import Analysis, FuncInfo, loaders_of, no_worker_processes, positional, string_value
-from flake8_forksafe.families.pickling.facts import collect, in_test, is_dataset_base_expr, qualname
+from flake8_forksafe.families.pickling.facts import collect, in_test, is_dataset_base_expr, local_duck_dataset, qualname
 from flake8_forksafe.families.pickling.plans import (
     Renamer,
     definition_plan,
@@ -140,7 +140,7 @@ def make(items):
                     True,
                 )
         for cls in local_classes:
-            if id(cls.node) in found or cls not in a.dataset_classes:
+            if id(cls.node) in found or not (cls in a.dataset_classes or local_duck_dataset(a, cls)):
                 continue
             if any(c.defines_reduce for c in a.mro(cls)) or no_worker_processes(a, cls):
                 continue

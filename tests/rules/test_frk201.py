@@ -157,6 +157,45 @@ def test_loader_subclass_super_init():
     assert findings(src) == [("FRK201", 10, 40, "safe")]
 
 
+def test_keywords_given_through_a_kwargs_dict():
+    """``collate_fn`` / ``worker_init_fn`` (and ``num_workers``) carried by a ``**kwargs`` dict: a
+    literal, items added later (``kw[...] =``, ``.update``, ``.setdefault``), a dict kept on self."""
+    src = """
+        from torch.utils.data import DataLoader
+
+        def literal(ds):
+            kw = {"num_workers": 2, "collate_fn": lambda b: b}
+            return DataLoader(ds, **kw)
+
+        def items(ds):
+            kw = dict(num_workers=2)
+            kw["worker_init_fn"] = lambda i: None
+            kw.update(collate_fn=lambda b: b)
+            return DataLoader(ds, **kw)
+
+        class Loader(DataLoader):
+            def __init__(self, ds, raw=False, **kwargs):
+                self.kwargs = dict(kwargs)
+                if raw:
+                    self.kwargs.update({"collate_fn": lambda x: x})
+                super().__init__(ds, **self.kwargs)
+
+        def no_workers(ds):
+            kw = {"num_workers": 0, "collate_fn": lambda b: b}
+            kw.setdefault("worker_init_fn", lambda i: None)
+            return DataLoader(ds, **kw)
+        """
+    assert findings(src) == [
+        ("FRK201", 5, 42, "safe"),
+        ("FRK201", 10, 27, "safe"),
+        ("FRK201", 11, 25, "safe"),
+        ("FRK201", 18, 46, "safe"),
+    ]
+    fixed = fix_dedented(src, "m.py", ALL)
+    assert "lambda b: b}" not in fixed.split("def no_workers")[0] and "lambda x: x" not in fixed
+    assert findings(fixed) == []
+
+
 def test_noqa():
     src = """
         from torch.utils.data import DataLoader

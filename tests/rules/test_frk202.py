@@ -367,3 +367,46 @@ def test_closure_factory_results():
     """
     assert findings(plain) == [("FRK202", 5, 4, "safe")]
     assert "def twice(x):\n    return x * 2\n\n\ndef make():\n    return twice" in fixed(plain)
+
+
+def test_local_class_with_the_dataset_protocol_is_a_dataset():
+    """A local class without a base, named ``...Dataset``, with ``__getitem__`` or ``__iter__``:
+    a DataLoader takes it as its dataset (s3prl's ``build_dataset`` methods return such classes).
+    Without the name, without the protocol, with a base, or in a test: not a dataset."""
+    src = """
+        def build(items, mode):
+            class SpeechDataset:
+                def __len__(self):
+                    return len(items)
+
+                def __getitem__(self, i):
+                    return items[i]
+
+            class StreamDataset:
+                def __iter__(self):
+                    return iter(items)
+
+            class Table:
+                def __getitem__(self, i):
+                    return items[i]
+
+            class ConfigDataset:
+                size = 3
+
+            class WrappedDataset(dict):
+                def __getitem__(self, i):
+                    return items[i]
+
+            return SpeechDataset() if mode else StreamDataset(), Table(), ConfigDataset(), WrappedDataset()
+
+
+        def test_build(items):
+            class TinyDataset:
+                def __getitem__(self, i):
+                    return items[i]
+
+            return TinyDataset()
+        """
+    assert findings(src) == [("FRK202", 3, 4, None), ("FRK202", 10, 4, None)]
+    messages = [f.message for f in check_dedented(src, "t.py", CFG)]
+    assert messages[0].startswith("dataset class SpeechDataset is defined inside build(): ")

@@ -822,7 +822,7 @@ class Sinks:
             for kw, index in LOADER_CALLABLES:
                 if kw not in self.loader_args:
                     continue
-                value = lc.arg(kw, index)
+                value = lc.given(kw, index)
                 if value is None:
                     continue
                 leaves = self.keeper.leaves(value, lc.site.func, kw)
@@ -952,6 +952,15 @@ def is_dataset_base_expr(a: Analysis, expr: cst.BaseExpression, scope: Optional[
             if any(is_dataset_base_expr(a, v, scope, depth + 1) for v in values):
                 return True
     return a._is_dataset_base_name(a.qualify(expr))
+
+
+def local_duck_dataset(a: Analysis, cls: ClassInfo) -> bool:
+    """A class defined inside a function, with no base, whose name ends in ``Dataset`` and that has
+    ``__getitem__`` or ``__iter__``: a DataLoader takes any such object as its dataset (s3prl's
+    ``build_dataset`` methods return them), and spawn cannot pickle a local class's instances."""
+    if cls.in_function is None or cls.bases or not cls.name.endswith("Dataset"):
+        return False
+    return any(a.resolve_method(cls, n) for n in ("__getitem__", "__iter__"))
 
 
 def in_test(fn: Optional[FuncInfo]) -> bool:
