@@ -284,13 +284,17 @@ def check_source(
     interactive: Optional[bool] = None,
     verdict: Any = None,
     parser: Any = None,
+    plan_on_whole: bool = False,
 ) -> List[Finding]:
     """Check one file's source. Raises SourceError for a file that cannot be checked.
 
     Every file is reduced to the statements a finding of the enabled rules can involve before libcst
     parses it (``slicing.py``; ``slice_above``: only files over that many bytes are, for tests).
     ``verdict``: the gate's verdict when the caller has it (the flake8 plugin, from flake8's tree).
-    ``parser``: see ``analyse`` (the language server's)."""
+    ``parser``: see ``analyse`` (the language server's). ``plan_on_whole``: the caller expects a
+    finding of a rule that plans over the whole module (FRK401: the language server's last lint of
+    the document had one), so that rule runs on the whole text only, not first on the reduced one
+    too (the same findings: a reduced file has one of them exactly when the whole file has)."""
     from flake8_forksafe import slicing
 
     config = config or Config()
@@ -328,13 +332,14 @@ def check_source(
     try:
         a = analyse(analysed, config, path, index, interactive, parser)
         a.reduced = line_map is not None and len(text) <= slicing.MAX_ANALYSED  # then FRK401 plans on the whole
-        found = run_rules(a, rules)
+        plan_on_whole = plan_on_whole and a.reduced
+        found = run_rules(a, [r for r in rules if not _plans_whole_module(r)] if plan_on_whole else rules)
     finally:
         if index is not None and tree is not None:
             index.offer_tree(None)
             del tree
     try:
-        return _located(a, found, rules, text, config, path, index, interactive, noqa, line_map, parser)
+        return _located(a, found, rules, text, config, path, index, interactive, noqa, line_map, parser, plan_on_whole)
     finally:
         a.release()  # the libcst tree is freed now, not by the cyclic collector (it traverses all of it)
 
@@ -351,11 +356,13 @@ def _located(
     noqa: bool,
     line_map: Optional[List[int]],
     parser: Any = None,
+    plan_on_whole: bool = False,
 ) -> List[Finding]:
-    """``check_source``'s findings from the reduced file's analysis ``a`` and its reports."""
-    if not found:
+    """``check_source``'s findings from the reduced file's analysis ``a`` and its reports
+    (``plan_on_whole``: the rules that plan over the whole module have not run on ``a``)."""
+    if not found and not plan_on_whole:
         return []
-    if a.reduced and any(_plans_whole_module(rule) for rule, _ in found):
+    if plan_on_whole or (a.reduced and any(_plans_whole_module(rule) for rule, _ in found)):
         # FRK401's fix plan weighs every top-level statement (what a moved statement may depend on):
         # its finding and fixability come from the whole file; the other rules' findings are the
         # reduced file's (the same: tests/test_slicing.py)
@@ -373,10 +380,13 @@ def _located(
     return to_findings(a, found, path, text if noqa else None, line_map)
 
 
+def whole_planning_codes() -> FrozenSet[str]:
+    """The rules that plan over every top-level statement (the WORKER_START anchor: FRK401)."""
+    return frozenset(code for code, (anchors, _on) in prefilter.declared_anchors().items() if prefilter.WORKER_START in anchors)
+
+
 def _plans_whole_module(rule: Rule) -> bool:
-    """The rule plans over every top-level statement (the WORKER_START anchor: FRK401)."""
-    anchors = prefilter.declared_anchors().get(rule.code, (frozenset(), True))[0]
-    return prefilter.WORKER_START in anchors
+    return rule.code in whole_planning_codes()
 
 
 def locate(

@@ -22,12 +22,12 @@ import os
 import stat
 import re
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from flake8_forksafe.knowledge import Knowledge
-from flake8_forksafe.prefilter import LEAF_FIELDS, _dotted  # the gate's readers: one definition
+from flake8_forksafe.prefilter import LEAF_FIELDS, _dotted, split_lines  # the gate's readers: one definition
 
 SCHEMA = 6  # bump when the summary's shape or meaning changes: old cache entries are then ignored
 CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module loads the engine)
@@ -555,7 +555,10 @@ class _Summariser:
         m.device_uses, m.device_flows = uses, flows
 
     # -- the module
-    def run(self, tree: ast.Module) -> ModuleSummary:
+    def run(self, tree: ast.Module, lines: Optional[List[str]] = None, memo: Optional["StatementMemo"] = None) -> ModuleSummary:
+        """``lines`` (the text's lines) and ``memo``: the summaries of the top-level ``def`` / ``class``
+        statements are taken from ``memo`` when the same code was summarised in the same context
+        before (moved to its new lines), and remembered there (the language server's document)."""
         s = self.s
         # imports anywhere at module level (under if/try too), then definitions, in source order
         for node in _module_level(tree.body):
@@ -565,7 +568,19 @@ class _Summariser:
                 s.classes[node.name] = ClassSummary(node.name, node.lineno)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 s.functions[node.name] = Method(node.name, node.lineno)
+        reuse = memo is not None and lines is not None
+        context: Optional[tuple] = None  # what a definition's summary depends on besides its code
         for node in _module_level(tree.body):
+            key = None
+            if reuse and isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                if context is None:
+                    context = (frozenset(s.names.items()), frozenset(s.classes), frozenset(s.functions))
+                key = ("".join(lines[start - 1 : node.end_lineno or node.lineno]), node.col_offset, context)  # type: ignore[index]
+                hit = memo.take(key, start)  # type: ignore[union-attr]
+                if hit is not None:
+                    (s.classes if isinstance(node, ast.ClassDef) else s.functions)[node.name] = hit  # type: ignore[index]
+                    continue
             if isinstance(node, ast.ClassDef):
                 c = s.classes[node.name]
                 for b in node.bases:
@@ -579,8 +594,12 @@ class _Summariser:
                         first = (a.posonlyargs + a.args)[:1]
                         self_name = first[0].arg if first and not decos & {"staticmethod", "classmethod"} else None
                         c.methods[item.name] = self.function(item, self_name)
+                if key is not None:
+                    memo.keep(key, start, c)  # type: ignore[union-attr]
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 s.functions[node.name] = self.function(node, None)
+                if key is not None:
+                    memo.keep(key, start, s.functions[node.name])  # type: ignore[union-attr]
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:
@@ -591,6 +610,7 @@ class _Summariser:
                         q = self.qualify(d)
                         if q and q != t.id:
                             s.names[t.id] = q
+                            context = None
                     elif isinstance(node.value, ast.Call):
                         f = self.factory(node.value)
                         if f:
@@ -758,11 +778,78 @@ def _module_level(body: List[ast.stmt]) -> Iterable[ast.stmt]:
             yield st
 
 
-def summarise(tree: ast.Module, module: str, k: Knowledge, is_package: bool = False, path: str = "") -> ModuleSummary:
-    """The summary of one module from its ``ast`` tree (the gate's tree can be passed in)."""
-    s = _Summariser(k, module, is_package).run(tree)
+def summarise(
+    tree: ast.Module,
+    module: str,
+    k: Knowledge,
+    is_package: bool = False,
+    path: str = "",
+    lines: Optional[List[str]] = None,
+    memo: Optional["StatementMemo"] = None,
+) -> ModuleSummary:
+    """The summary of one module from its ``ast`` tree (the gate's tree can be passed in);
+    ``lines`` and ``memo``: see ``_Summariser.run``."""
+    s = _Summariser(k, module, is_package).run(tree, lines, memo)
     s.path = path
     return s
+
+
+class StatementMemo:
+    """The summaries of one document's top-level definitions, by their code and context, from its
+    last summary: an edit inside one class re-summarises that class only (``ProjectIndex.update_text``).
+    A summary found again is moved to the lines its code starts on now (every line it records)."""
+
+    def __init__(self) -> None:
+        self._last: Dict[tuple, Tuple[int, object]] = {}
+        self._now: Dict[tuple, Tuple[int, object]] = {}
+        self.reused = 0
+
+    def take(self, key: tuple, start: int) -> Optional[object]:
+        got = self._now.get(key) or self._last.get(key)
+        if got is None:
+            return None
+        self._now[key] = got
+        self.reused += 1
+        return _moved(got[1], start - got[0])
+
+    def keep(self, key: tuple, start: int, summary: object) -> None:
+        self._now[key] = (start, _moved(summary, 0))
+
+    def done(self) -> None:
+        """One summary of the document is complete: forget the definitions it no longer has."""
+        self._last, self._now = self._now, {}
+
+
+def _moved(x: object, delta: int) -> object:
+    """A copy of a ``ClassSummary`` or ``Method`` whose recorded lines are ``delta`` further."""
+    if isinstance(x, ClassSummary):
+        return ClassSummary(x.name, x.line + delta, list(x.bases), {n: _moved(m, delta) for n, m in x.methods.items()})  # type: ignore[misc]
+    m = x
+    assert isinstance(m, Method)
+
+    def at(entry: str, sep: int) -> str:  # "<a>:<line>" / "<a>:<line>:<b>": the line moved
+        parts = entry.split(":", sep)
+        if parts[1] != "0":
+            parts[1] = str(int(parts[1]) + delta)
+        return ":".join(parts)
+
+    return replace(
+        m,
+        line=m.line + delta,
+        params=list(m.params),
+        assigns=[Assign(a.attr, a.line + delta, a.kind, a.detail) for a in m.assigns],
+        self_calls=list(m.self_calls),
+        base_inits=list(m.base_inits),
+        cuda_line=m.cuda_line + delta if m.cuda_line else 0,
+        callees=list(m.callees),
+        loader_attrs=[at(e, 1) for e in m.loader_attrs],
+        device_uses=[at(e, 1) for e in m.device_uses],
+        device_flows=list(m.device_flows),
+        makes=list(m.makes),
+        keeps=[at(e, 2) for e in m.keeps],
+        transient=list(m.transient),
+        seeds=list(m.seeds),
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1073,6 +1160,7 @@ class ProjectIndex:
         # reads a module summarises it first); a summary replaced or a new source root forgets them
         self._memo: Dict[Tuple[str, str], object] = {}
         self._file_texts: Dict[Path, str] = {}  # project files read by ``keepers``
+        self._statements: Dict[str, StatementMemo] = {}  # real path -> its definitions' summaries (update_text)
 
     # -- modules and paths
     def source_roots(self) -> List[Path]:
@@ -1204,7 +1292,14 @@ class ProjectIndex:
         summary (and the file on disk is that text); ``offer_tree(None)`` withdraws it."""
         self._offered = None if path is None or tree is None else (os.path.realpath(path), tree, text)
 
-    def summarise_file(self, path: Path, tree: Optional[ast.Module] = None, data: Optional[bytes] = None) -> ModuleSummary:
+    def summarise_file(
+        self,
+        path: Path,
+        tree: Optional[ast.Module] = None,
+        data: Optional[bytes] = None,
+        lines: Optional[List[str]] = None,
+        memo: Optional[StatementMemo] = None,
+    ) -> ModuleSummary:
         module, is_package = self.module_for(str(path))
         if module in self.summaries:
             self._memo.clear()  # a summary replaced (unsaved text, flake8's tree): answers may change
@@ -1247,7 +1342,7 @@ class ProjectIndex:
                 if cf is not None:
                     self._store(cf, s)  # a broken file is not re-parsed until it changes
                 return s
-        s = summarise(tree, module, self.k, is_package, shown)
+        s = summarise(tree, module, self.k, is_package, shown, lines, memo)
         self.summaries[module] = s
         if cf is not None:
             self._store(cf, s)
@@ -1264,13 +1359,16 @@ class ProjectIndex:
             self.cache_dir = None  # read-only tree: keep going without a cache
 
     def update_text(self, path: str, text: str) -> None:
-        """Re-summarise one file from unsaved text (the language server's open document)."""
+        """Re-summarise one file from unsaved text (the language server's open document): the
+        definitions whose code and context did not change keep their summaries (``StatementMemo``)."""
         data = text.encode("utf-8", "surrogatepass")
         try:
             tree = ast.parse(data)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return  # keep the last good summary
-        self.summarise_file(Path(path), tree=tree, data=data)
+        memo = self._statements.setdefault(os.path.realpath(path), StatementMemo())
+        self.summarise_file(Path(path), tree=tree, data=data, lines=split_lines(text), memo=memo)
+        memo.done()
 
     def summarise_all(self, paths: Iterable[str]) -> None:
         """Eager mode (``forksafe check DIR``): every given file under the root."""

@@ -491,3 +491,63 @@ def test_keyword_continued_equals_its_regex() -> None:
     got = [(_keyword_continued(t), bool(_KEYWORD_CONTINUED.search(t))) for t in texts]
     assert all(a == b for a, b in got), [t for t, (a, b) in zip(texts, got) if a != b][:3]
     assert sum(b for _, b in got) >= 5  # the cases above hold positives
+
+
+def test_unsaved_text_keeps_the_summaries_of_unchanged_definitions(tmp_path: Path) -> None:
+    """``update_text`` (the language server) re-summarises only the definitions whose code or
+    context changed, moves the others to their new lines, and gives what a fresh summary gives."""
+    from flake8_forksafe.knowledge import default_knowledge
+
+    base = textwrap.dedent(
+        '''
+        import lmdb
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+        Base = Dataset
+
+
+        def open_env(path):
+            return lmdb.open(path)
+
+
+        class Images(Base):
+            def __init__(self, path, device="cuda"):
+                self.env = open_env(path)
+                self.table = torch.zeros(3).to(device)
+
+            def __getitem__(self, i):
+                with self.env.begin() as txn:
+                    return txn.get(str(i).encode())
+
+
+        @torch.no_grad()
+        def loader(ds):
+            return DataLoader(ds, num_workers=2, collate_fn=ds.collate)
+
+
+        ENV = lmdb.open("/tmp/x")
+        '''
+    )
+    path = tmp_path / "data.py"
+    path.write_text(base)
+    k = default_knowledge()
+    index = ProjectIndex(tmp_path, k)
+    module = index.module_for(str(path))[0]
+    edits = [  # each on the text before it
+        lambda t: t,
+        lambda t: t.replace("import torch\n", "import torch\n\n\n"),  # every definition below moves
+        lambda t: t.replace("            return txn.get", "            txn.stat()\n            return txn.get"),
+        lambda t: t.replace("def open_env(path):\n    return lmdb.open(path)", "def open_env(path):\n    env = lmdb.open(path)\n    return env"),
+        lambda t: t.replace("Base = Dataset", "Base = object"),  # the context of every later definition
+        lambda t: t.replace("\n\n\n", "\n", 1),
+    ]
+    text = base
+    for edit in edits:
+        before, text = text, edit(text)
+        assert text != before or edit is edits[0]
+        index.update_text(str(path), text)
+        fresh = summarise(ast.parse(text), module, k, False, index.summaries[module].path)
+        assert index.summaries[module] == fresh, text
+    memo = index._statements[str(path.resolve())]
+    assert memo.reused == 3 + 2 + 2 + 0 + 3  # the definitions an edit did not touch

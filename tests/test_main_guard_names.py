@@ -149,6 +149,60 @@ STRESS = {
             await f()
         """,
     "same-line": "import os; x = os.sep; y = x\nz = y; print(z)\n",
+    # ScopeProvider orders a scope's bindings and reads: a read at or before the scope's last
+    # binding of the name is also resolved outside it (to the module-level ``x`` / ``root``)
+    "scope-order": """
+        x = root = 0
+        def param_then_rebound(root=None):
+            if root is None:
+                root = 1
+            return root
+        def read_then_bound(a):
+            y = x
+            x = 2
+            return y
+        def rebinding(a):
+            x = 1
+            x = x + 1
+            return x
+        def bound_then_read(a):
+            x = 1
+            return x
+        def two_loops(a):
+            for x in a:
+                print(x)
+            for x in a:
+                print(x)
+        def deleted(a):
+            del x
+        def augmented(a):
+            x = 1
+            x += 1
+            return x
+        def closure(a):
+            def g():
+                return x
+            x = 1
+            return g, [x for x in a], [y for x in a for y in x], lambda x: x
+        class C:
+            y = x
+            x = 1
+            z = [x for _ in range(3)]
+            def m(self):
+                return x
+        class D:
+            x = 1
+            def m(self, root):
+                return root, x
+        """,
+    "string-hints": """
+        from typing import List, cast
+        Item = int
+        def f(items: "List[Item]") -> "Item":
+            return cast("Item", items[0])
+        class Box:
+            content: List["Item"] = []
+        """,
 }
 
 
@@ -205,3 +259,48 @@ def test_edits_reuse_what_was_remembered():
     _compare(edited.replace("import os.path\n", ""))
     _compare(edited.replace("y = 2\n", ""))
     _compare(edited.replace("x = 1\n", "x = 1\ny = 0\n"))
+
+
+def test_definitions_are_read_from_the_symbol_table(monkeypatch):
+    """A def / class is read with CPython's symbol table, not ScopeProvider, unless a top-level
+    statement binds a name that ScopeProvider would read outward from it (then both agree because
+    ScopeProvider decides), and the answers equal ScopeProvider's on the whole module."""
+    text = textwrap.dedent(
+        """
+        import os
+        import numpy as np
+        root = os.getcwd()
+
+        class Files:
+            def __init__(self, root=None):
+                self.root = root or ROOT
+                self.names = [n for n in os.listdir(self.root)]
+
+            def __getitem__(self, i):
+                return np.load(os.path.join(self.root, self.names[i]))
+
+        def helper(a):
+            b = a
+            b = b + 1
+            return b
+
+        ROOT = root
+        """
+    )
+    module = cst.parse_module(text)
+    resolved = []
+    real = main_guard._resolve
+    monkeypatch.setattr(main_guard, "_resolve", lambda m, stmts, *a: resolved.extend(stmts) or real(m, stmts, *a))
+    main_guard._NAMES.clear()
+    assert main_guard.module_names(module) == whole_module(module)
+    kinds = [type(s).__name__ for s in resolved]
+    assert kinds.count("ClassDef") == 0 and kinds.count("FunctionDef") == 0, kinds
+    # `def helper(root): root = root + 1`: ScopeProvider also reads `root` at module level, which
+    # a statement binds: ScopeProvider decides for that def
+    clash = text.replace("def helper(a):\n    b = a\n    b = b + 1\n    return b", "def helper(root):\n    root = root + 1\n    return root")
+    assert clash != text
+    module = cst.parse_module(clash)
+    resolved.clear()
+    main_guard._NAMES.clear()
+    assert main_guard.module_names(module) == whole_module(module)
+    assert [getattr(getattr(s, "name", None), "value", None) for s in resolved if isinstance(s, cst.FunctionDef)] == ["helper"]

@@ -7,7 +7,9 @@ benchmarks/dataset_bench.py):
 - the gate's statement walk enters the same child nodes as ``ast.iter_child_nodes`` (less the
   ``ctx`` leaves);
 - the flake8 plugin summarises nothing for a file the gate rejects whose project bases cannot reach
-  a dataset, and finds what ``forksafe check`` finds through the project index.
+  a dataset, and finds what ``forksafe check`` finds through the project index;
+- ``check_source(plan_on_whole=True)`` (the language server, when the last lint had an FRK401
+  finding) finds what a plain check finds, running FRK401 on the whole text only.
 """
 
 from __future__ import annotations
@@ -143,3 +145,19 @@ def test_flake8_plugin_summarises_nothing_for_a_rejected_file(tmp_path: Path) ->
     finally:
         for key in [k for k, v in _INDEXES.items() if v is ix]:
             del _INDEXES[key]
+
+
+@pytest.mark.parametrize("path", [p for p in FIXTURES if p.suffix == ".py"], ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_plan_on_whole_finds_the_same(path: Path, monkeypatch) -> None:
+    from flake8_forksafe import engine
+    from flake8_forksafe.checks.frk401 import MissingMainGuard
+
+    text = path.read_bytes()
+    cfg = Config(select=("FRK",))
+    plain = check_source(text, str(path), cfg, slice_above=0)
+    analysed = []
+    real = MissingMainGuard.check
+    monkeypatch.setattr(MissingMainGuard, "check", lambda self, a: analysed.append(a.reduced) or real(self, a))
+    assert check_source(text, str(path), cfg, slice_above=0, plan_on_whole=True) == plain
+    assert True not in analysed  # never on a reduced analysis
+    assert engine.whole_planning_codes() == {"FRK401"}

@@ -56,6 +56,7 @@ class Memo:
 
     __slots__ = (
         "key", "facts", "analysed", "line_map", "findings", "context", "classes_changed", "text", "order", "deps", "parser",
+        "planned_whole",
     )
 
     def __init__(self, key: Any) -> None:
@@ -70,6 +71,7 @@ class Memo:
         self.context: Any = None  # (interactive, file noqa) of that analysis
         self.deps: Optional[str] = None  # the index's digest of the modules its classes build on
         self.parser = SpliceParser()  # libcst parses of its last texts, re-used statement by statement
+        self.planned_whole = False  # the last analysis had a finding of a rule that plans on the whole text (FRK401)
 
 
 _MEMOS: "OrderedDict[str, Memo]" = OrderedDict()
@@ -273,7 +275,7 @@ def check(
     is called before anything reads the index, except when only the gate's project anchor reads it
     and no top-level class or import changed (nothing the anchor reads of this module changed):
     then (reuse, or the gate's "no finding possible") the caller may defer it."""
-    from flake8_forksafe.engine import check_source, project_anchor
+    from flake8_forksafe.engine import check_source, project_anchor, whole_planning_codes
     from flake8_forksafe.source import decode
 
     text = decode(text, path)
@@ -311,7 +313,10 @@ def check(
     memo.analysed = None
     if index is not None and refresh is not None and not refreshed:
         refresh()
-    found = check_source(text, path, cfg, index=index, slice_above=0, verdict=verdict, parser=memo.parser)
+    found = check_source(
+        text, path, cfg, index=index, slice_above=0, verdict=verdict, parser=memo.parser, plan_on_whole=memo.planned_whole
+    )
+    memo.planned_whole = any(f.code in whole_planning_codes() for f in found)
     if plan is not None:
         memo.analysed, memo.line_map, memo.findings, memo.context = plan[0], plan[1], found, _context(text)
         memo.deps = _deps(index, path)
@@ -382,7 +387,9 @@ class SpliceParser:
     module's indentation was decided before it (an indented block above it) and its line ending
     too (not the first statement); and the leading lines of the statement and of the next one are
     blank lines and comments at the left edge (an indented one could belong to a block ending the
-    statement before it). Anything else is a whole parse (``source.parse``: its errors too)."""
+    statement before it). Anything else is a whole parse (``source.parse``: its errors too). The
+    nesting guards (``source.parse``'s) read the parsed statements only: the others passed them
+    when the text they come from was parsed."""
 
     KEEP = 2  # texts remembered: the whole text and the reduced one (a fix: the last two rounds)
 
@@ -461,8 +468,6 @@ class SpliceParser:
         first = min(delta_of)
         if not any(isinstance(getattr(st, "body", None), cst.IndentedBlock) for st in body[:first]):
             return None  # the module's indentation may be decided in an edited statement
-        if nesting_depth(text) > MAX_NESTING or too_deep(text):
-            return None
         new_body = list(body)
         codes = list(old.codes) if old.codes is not None else None
         new_starts = list(starts)
@@ -474,6 +479,8 @@ class SpliceParser:
             if k + 1 not in delta_of and not _flush_left(body[k + 1].leading_lines):
                 return None  # an indented comment: a block ending the statement would take it
             seg = "".join(new_lines[starts[k] + shift : starts[k + 1] + shift + delta_of[k]])
+            if nesting_depth(seg) > MAX_NESTING or too_deep(seg):
+                return None  # the whole parse says why (the other statements passed when ``old`` was parsed)
             node = _one_statement(seg, old.module)
             if node is None:
                 return None

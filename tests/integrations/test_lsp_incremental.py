@@ -527,3 +527,22 @@ def test_splice_parser_parses_each_edited_statement():
     assert lsp_incremental.STATS["spliced"] == before + 1
     assert got.deep_equals(cst.parse_module(edited)) and got.code == edited
     assert [a is b for a, b in zip(old.body, got.body)] == [True, True, False, False, True]
+
+
+def test_splice_parser_guards_the_edited_statements_as_a_whole_parse():
+    """An edit that nests a statement too deeply gets the whole parse's error, as before the
+    splice read only the edited statements with the nesting guards."""
+    from flake8_forksafe.source import parse
+
+    base = "import os\n\n\ndef f():\n    return 1\n\n\ndef g():\n    return 2\n\n\nx = 1\n"
+    deep = base.replace("    return 2\n", "    return " + "(" * 300 + "2" + ")" * 300 + "\n")
+    chained = base.replace("    return 2\n", "    return " + " + ".join(["a"] * 3000) + "\n")
+    for edited in (deep, chained):
+        parser = lsp_incremental.SpliceParser()
+        parser(base, "x.py")
+        before = lsp_incremental.STATS["spliced"]
+        with pytest.raises(SourceError) as got:
+            parser(edited, "x.py")
+        with pytest.raises(SourceError) as want:
+            parse(edited, "x.py")
+        assert got.value.message == want.value.message and lsp_incremental.STATS["spliced"] == before

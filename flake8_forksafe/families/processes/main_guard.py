@@ -18,8 +18,11 @@ module. Comments attached to them move with them.
 
 from __future__ import annotations
 
+import ast
 import keyword
 import re
+import symtable
+import sys
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Set, Tuple
@@ -201,6 +204,7 @@ class StatementNames(NamedTuple):
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 _NOT_NAMES = frozenset(keyword.kwlist) | {"__debug__"}  # not importable names
 _NAMES: "OrderedDict[str, Tuple[FrozenSet[str], StatementNames]]" = OrderedDict()  # code -> (dotted, names)
+_INNER: Dict[str, FrozenSet[str]] = {}  # code -> names read outward, for _NAMES' symbol-table readings
 NAMES_KEPT = 4096  # statements remembered (least recently used first out)
 
 
@@ -267,6 +271,149 @@ def _resolve(module: cst.Module, stmts: List[cst.BaseStatement], idents: Set[str
     ]
 
 
+def _type_hint_strings(tree: ast.AST) -> bool:
+    """Whether ScopeProvider may read names inside a string of this code: a string in an annotation,
+    in a subscript of a capitalised name (``List["Item"]``: ``typing`` generics), or an argument of
+    ``cast`` / ``TypeVar`` / ``NewType`` (it parses those strings as code and records their names)."""
+
+    def has_str(n: Optional[ast.AST]) -> bool:
+        return n is not None and any(isinstance(x, ast.Constant) and isinstance(x.value, str) for x in ast.walk(n))
+
+    for n in ast.walk(tree):
+        if isinstance(n, ast.arg) and has_str(n.annotation):
+            return True
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and has_str(n.returns):
+            return True
+        if isinstance(n, ast.AnnAssign) and has_str(n.annotation):
+            return True
+        if isinstance(n, ast.Subscript):
+            v = n.value
+            last = v.attr if isinstance(v, ast.Attribute) else v.id if isinstance(v, ast.Name) else ""
+            if last[:1].isupper() and has_str(n.slice):
+                return True
+        if isinstance(n, ast.Call):
+            f = n.func
+            last = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if last in ("cast", "TypeVar", "NewType") and any(has_str(a) for a in (*n.args, *n.keywords)):
+                return True
+    return False
+
+
+def _definition_names(code: str) -> Optional[Tuple[StatementNames, FrozenSet[str]]]:
+    """(``StatementNames``, the names ScopeProvider may read outward, ``_read_outward``) of a ``def`` / ``class`` statement (its
+    code alone, ``code_for_node``) from CPython's symbol table instead of libcst's ScopeProvider,
+    which takes ~50 ms on a 300-line class: the one statement an edit in the language server
+    changed. What its name binds, the names read at module level (decorators, defaults,
+    annotations, bases: the statement's top scope), and those its functions, class body, lambdas
+    and comprehensions read that resolve to module level. The two differ only where ScopeProvider
+    resolves a name its functions bind locally to module level as well (it orders a function's
+    assignments and reads, and reads a parameter or an ``x = x + 1`` outward): so a caller uses
+    this reading only while no top-level statement (itself included) binds one of the names its
+    inner scopes may read outward that way (``statement_names``). None where the symbol table cannot tell: a syntax error, a ``global`` /
+    ``nonlocal`` statement, an assignment expression, names inside strings that ScopeProvider parses (annotations,
+    ``List["X"]``, ``cast``), type-parameter and annotation scopes (Python 3.12+ / 3.14).
+    ``tests/test_main_guard_names.py`` compares both readings on the fixtures, the corpus and edits."""
+    if sys.version_info >= (3, 14) or "global" in code or "nonlocal" in code or ":=" in code:
+        return None
+    try:
+        tree = ast.parse(code)
+        if ("'" in code or '"' in code) and _type_hint_strings(tree):
+            return None
+        top = symtable.symtable(code, "<statement>", "exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    binds: Set[str] = set()
+    ordered: Set[str] = set()
+    nested: Set[str] = set()
+    for sym in top.get_symbols():
+        name = sym.get_name()
+        if sym.is_assigned() or sym.is_imported():
+            binds.add(name)
+        if sym.is_referenced():
+            ordered.add(name)
+    todo = list(top.get_children())
+    while todo:
+        t = todo.pop()
+        if t.get_type() not in ("function", "class"):
+            return None  # an annotation or type-parameter scope
+        for sym in t.get_symbols():
+            if sym.is_global() and sym.is_referenced():
+                nested.add(sym.get_name())
+        todo.extend(t.get_children())
+    # ``own`` stays empty: ScopeProvider records a def / class name before its decorators, defaults
+    # and bases are read, and does not resolve a read to an assignment of the same moment
+    names = StatementNames(frozenset(binds), frozenset(nested), frozenset(ordered), frozenset())
+    return names, frozenset(_read_outward(tree))
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _read_outward(tree: ast.AST) -> Set[str]:
+    """The names that ScopeProvider may also resolve outside the inner scope that binds them: a
+    read in a function or class body of a name that the same scope binds in that statement or a
+    later one (``if root is None: root = ...`` with a parameter ``root``; ``y = x; x = 2``;
+    ``x = x + 1``; ``del x``), the statements taken in source order, a block's test before its
+    body; and, in a comprehension with several ``for`` clauses, a target name used twice. Measured
+    against libcst on small programs (``tests/test_main_guard_names.py``)."""
+    out: Set[str] = set()
+    scopes: List[ast.AST] = [n for n in ast.iter_child_nodes(tree) if isinstance(n, _SCOPES)]
+    while scopes:
+        sc = scopes.pop()
+        reads: Dict[str, int] = {}  # name -> first statement reading it
+        binds: Dict[str, int] = {}  # name -> last statement binding it
+        order = 0
+        if not isinstance(sc, ast.ClassDef):
+            a = sc.args  # type: ignore[attr-defined]
+            for arg in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
+                if arg is not None:
+                    binds[arg.arg] = 0
+        body = sc.body if isinstance(sc.body, list) else [sc.body]  # type: ignore[attr-defined]
+        todo: List[Tuple[ast.AST, int]] = []
+        for st in reversed(body):
+            todo.append((st, -1))
+        while todo:
+            n, at = todo.pop()
+            if at < 0:  # a statement: the next number
+                order += 1
+                at = order
+            if isinstance(n, _SCOPES) and n is not sc:
+                scopes.append(n)
+                if not isinstance(n, ast.Lambda):
+                    binds[n.name] = max(binds.get(n.name, 0), at)
+                heads: List[ast.AST] = list(getattr(n, "decorator_list", ()))
+                if isinstance(n, ast.ClassDef):
+                    heads += [*n.bases, *(k.value for k in n.keywords)]
+                else:
+                    heads += [*n.args.defaults, *(d for d in n.args.kw_defaults if d is not None)]
+                todo.extend((h, at) for h in heads)
+                continue
+            if isinstance(n, _COMPREHENSIONS):
+                targets = [t.id for g in n.generators for t in ast.walk(g.target) if isinstance(t, ast.Name)]
+                if len(targets) != len(set(targets)):
+                    out.update(targets)
+                todo.append((n.generators[0].iter, at))  # evaluated in this scope
+                continue
+            if isinstance(n, ast.Name):
+                if isinstance(n.ctx, ast.Load) or isinstance(n.ctx, ast.Del):
+                    reads.setdefault(n.id, at)
+                if isinstance(n.ctx, (ast.Store, ast.Del)):
+                    binds[n.id] = max(binds.get(n.id, 0), at)
+                continue
+            if isinstance(n, (ast.Import, ast.ImportFrom)):
+                for alias in n.names:
+                    binds[(alias.asname or alias.name).split(".")[0]] = at
+                continue
+            if isinstance(n, ast.ExceptHandler) and n.name:
+                binds[n.name] = max(binds.get(n.name, 0), at)
+            children = list(ast.iter_child_nodes(n))
+            for c in reversed(children):
+                todo.append((c, -1 if isinstance(c, ast.stmt) else at))
+        out.update(x for x, first in reads.items() if x in binds and binds[x] >= first)
+    return out
+
+
 def _dotted_imports(stmt: cst.CSTNode) -> Set[str]:
     """The dotted names (``a.b`` of ``import a.b.c``) a statement binds at module level: its
     ``import`` statements outside defs and classes (libcst binds every prefix of an import without
@@ -313,23 +460,43 @@ def statement_names(module: cst.Module, codes: Optional[Sequence[str]] = None) -
     for i in todo:
         guess |= _dotted_imports(body[i])
     fresh: Set[int] = set()
-    for _ in range(3):  # resolved with other dotted names than the module binds: once more
+    inner: Dict[int, FrozenSet[str]] = {i: _INNER[codes[i]] for i in range(len(body)) if codes[i] in _INNER}
+    for i in list(todo):  # definitions: the symbol table, checked against ScopeProvider's reading below
+        if isinstance(body[i], (cst.FunctionDef, cst.ClassDef)) and not _dotted_for(frozenset(guess), idents[i]):
+            f = _definition_names(codes[i])
+            if f is not None:
+                got[i], used[i], inner[i] = f[0], frozenset(), f[1]
+                fresh.add(i)
+                todo.remove(i)
+    for _ in range(4):  # resolved with other dotted names than the module binds: once more
         if todo:
             found = _resolve(module, [body[i] for i in todo], set().union(*(idents[i] for i in todo)), guess)
             for i, f in zip(todo, found):
                 got[i], used[i] = f, _dotted_for(frozenset(guess), idents[i])
+                inner.pop(i, None)
                 fresh.add(i)
+        bound: Dict[str, int] = {}  # name -> how many statements bind it
+        for f in got:
+            for x in f.binds if f is not None else ():
+                bound[x] = bound.get(x, 0) + 1
+        # a symbol-table reading is ScopeProvider's while no top-level statement binds a name its
+        # inner scopes may read outward (``_definition_names``)
+        clash = [i for i, names in inner.items() if any(x in bound for x in names)]
         dotted = frozenset(d for f in got if f is not None for d in f.binds if "." in d)
-        todo = [i for i in range(len(body)) if used[i] != _dotted_for(dotted, idents[i])]
+        todo = sorted({i for i in range(len(body)) if used[i] != _dotted_for(dotted, idents[i])} | set(clash))
         guess = set(dotted)
         if not todo:
             break
-    else:  # pragma: no cover - the dotted names settle in two rounds
+    else:  # pragma: no cover - the dotted names and the symbol-table readings settle in three rounds
         raise RuntimeError("module-level dotted names did not settle")
     for i in fresh:
         _NAMES[codes[i]] = (used[i], got[i])
+        if i in inner:
+            _INNER[codes[i]] = inner[i]
+        else:
+            _INNER.pop(codes[i], None)
     while len(_NAMES) > NAMES_KEPT:
-        _NAMES.popitem(last=False)
+        _INNER.pop(_NAMES.popitem(last=False)[0], None)
     return got  # type: ignore[return-value]
 
 
