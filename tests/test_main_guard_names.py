@@ -195,6 +195,12 @@ STRESS = {
             def m(self, root):
                 return root, x
         """,
+    "private-names": """
+        __MSG = "x"
+        class T5:
+            def warn(self):
+                return __MSG
+        """,
     "string-hints": """
         from typing import List, cast
         Item = int

@@ -310,11 +310,13 @@ def _definition_names(code: str) -> Optional[Tuple[StatementNames, FrozenSet[str
     assignments and reads, and reads a parameter or an ``x = x + 1`` outward): so a caller uses
     this reading only while no top-level statement (itself included) binds one of the names its
     inner scopes may read outward that way (``statement_names``). None where the symbol table cannot tell: a syntax error, a ``global`` /
-    ``nonlocal`` statement, an assignment expression, names inside strings that ScopeProvider parses (annotations,
+    ``nonlocal`` statement, an assignment expression, a private ``__name`` (mangled), names inside strings that ScopeProvider parses (annotations,
     ``List["X"]``, ``cast``), type-parameter and annotation scopes (Python 3.12+ / 3.14).
     ``tests/test_main_guard_names.py`` compares both readings on the fixtures, the corpus and edits."""
     if sys.version_info >= (3, 14) or "global" in code or "nonlocal" in code or ":=" in code:
         return None
+    if "__" in code and any(n.startswith("__") and not n.endswith("__") for n in _IDENTIFIER.findall(code)):
+        return None  # a private name: the symbol table has it mangled inside a class, ScopeProvider not
     try:
         tree = ast.parse(code)
         if ("'" in code or '"' in code) and _type_hint_strings(tree):
