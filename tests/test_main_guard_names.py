@@ -195,6 +195,15 @@ STRESS = {
             def m(self, root):
                 return root, x
         """,
+    "annotation-named-like-the-method": """
+        import lexicon
+        class Compiler:
+            @property
+            def lexicon(self) -> lexicon.Lexicon:
+                return self._lexicon
+            def size(self, n: lexicon.Size = lexicon.DEFAULT):
+                return n
+        """,
     "private-names": """
         __MSG = "x"
         class T5:

@@ -387,8 +387,13 @@ def _read_outward(tree: ast.AST) -> Set[str]:
                 heads: List[ast.AST] = list(getattr(n, "decorator_list", ()))
                 if isinstance(n, ast.ClassDef):
                     heads += [*n.bases, *(k.value for k in n.keywords)]
-                else:
-                    heads += [*n.args.defaults, *(d for d in n.args.kw_defaults if d is not None)]
+                else:  # defaults and annotations are read where the def is
+                    a = n.args
+                    heads += [*a.defaults, *(d for d in a.kw_defaults if d is not None)]
+                    if not isinstance(n, ast.Lambda):
+                        params = (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
+                        heads += [x.annotation for x in params if x is not None and x.annotation is not None]
+                        heads += [n.returns] if n.returns is not None else []
                 todo.extend((h, at) for h in heads)
                 continue
             if isinstance(n, _COMPREHENSIONS):
