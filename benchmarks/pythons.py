@@ -26,9 +26,11 @@ from typing import Dict, List, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 # The detection and fix tests: per-rule detection and fixes, the fixture corpus (expected findings and
-# fixed files), rule-page examples, fix properties, the pre-filter, slicing, bad input and the CLI.
+# fixed files), rule-page examples, fix properties, the pre-filter, slicing, bad input, the CLI, and
+# FRK401's name facts (CPython's symbol table, whose scopes change between versions, against libcst's).
 TESTS = [
     "tests/rules",
+    "tests/test_main_guard_names.py",
     "tests/test_fixtures.py",
     "tests/test_rule_examples.py",
     "tests/test_fix_properties.py",
