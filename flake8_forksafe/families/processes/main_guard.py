@@ -271,27 +271,44 @@ def _resolve(module: cst.Module, stmts: List[cst.BaseStatement], idents: Set[str
     ]
 
 
-def _type_hint_strings(tree: ast.AST) -> bool:
-    """Whether ScopeProvider may read names inside a string of this code: a string in an annotation,
-    in a subscript of a capitalised name (``List["Item"]``: ``typing`` generics), or an argument of
-    ``cast`` / ``TypeVar`` / ``NewType`` (it parses those strings as code and records their names)."""
+def _declined(tree: ast.AST) -> bool:
+    """Whether the symbol table's reading of this code may differ from ScopeProvider's in a way
+    ``_read_outward`` does not cover: a ``global`` / ``nonlocal`` statement or an assignment
+    expression (a binding outside the scope it is written in); a private ``__name`` (the symbol table
+    has it mangled inside a class, ScopeProvider not); a string ScopeProvider parses as code and
+    reads names in (in an annotation, in a subscript of a capitalised name such as ``List["Item"]``,
+    an argument of ``cast`` / ``TypeVar`` / ``NewType``)."""
 
     def has_str(n: Optional[ast.AST]) -> bool:
         return n is not None and any(isinstance(x, ast.Constant) and isinstance(x.value, str) for x in ast.walk(n))
 
+    def private(name: Optional[str]) -> bool:
+        return bool(name) and name.startswith("__") and not name.endswith("__")  # type: ignore[union-attr]
+
     for n in ast.walk(tree):
-        if isinstance(n, ast.arg) and has_str(n.annotation):
+        if isinstance(n, (ast.Global, ast.Nonlocal, ast.NamedExpr)):
             return True
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and has_str(n.returns):
-            return True
-        if isinstance(n, ast.AnnAssign) and has_str(n.annotation):
-            return True
-        if isinstance(n, ast.Subscript):
+        if isinstance(n, ast.Name):
+            if private(n.id):
+                return True
+        elif isinstance(n, ast.arg):
+            if private(n.arg) or has_str(n.annotation):
+                return True
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if private(n.name) or has_str(getattr(n, "returns", None)):
+                return True
+        elif isinstance(n, ast.alias):
+            if private(n.asname or n.name):
+                return True
+        elif isinstance(n, ast.AnnAssign):
+            if has_str(n.annotation):
+                return True
+        elif isinstance(n, ast.Subscript):
             v = n.value
             last = v.attr if isinstance(v, ast.Attribute) else v.id if isinstance(v, ast.Name) else ""
             if last[:1].isupper() and has_str(n.slice):
                 return True
-        if isinstance(n, ast.Call):
+        elif isinstance(n, ast.Call):
             f = n.func
             last = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
             if last in ("cast", "TypeVar", "NewType") and any(has_str(a) for a in (*n.args, *n.keywords)):
@@ -300,26 +317,23 @@ def _type_hint_strings(tree: ast.AST) -> bool:
 
 
 def _definition_names(code: str) -> Optional[Tuple[StatementNames, FrozenSet[str]]]:
-    """(``StatementNames``, the names ScopeProvider may read outward, ``_read_outward``) of a ``def`` / ``class`` statement (its
-    code alone, ``code_for_node``) from CPython's symbol table instead of libcst's ScopeProvider,
-    which takes ~50 ms on a 300-line class: the one statement an edit in the language server
-    changed. What its name binds, the names read at module level (decorators, defaults,
-    annotations, bases: the statement's top scope), and those its functions, class body, lambdas
-    and comprehensions read that resolve to module level. The two differ only where ScopeProvider
-    resolves a name its functions bind locally to module level as well (it orders a function's
-    assignments and reads, and reads a parameter or an ``x = x + 1`` outward): so a caller uses
-    this reading only while no top-level statement (itself included) binds one of the names its
-    inner scopes may read outward that way (``statement_names``). None where the symbol table cannot tell: a syntax error, a ``global`` /
-    ``nonlocal`` statement, an assignment expression, a private ``__name`` (mangled), names inside strings that ScopeProvider parses (annotations,
-    ``List["X"]``, ``cast``), type-parameter and annotation scopes (Python 3.12+ / 3.14).
+    """(``StatementNames``, the names ScopeProvider may read outward: ``_read_outward``) of a
+    ``def`` / ``class`` statement (its code alone, ``code_for_node``) from CPython's symbol table
+    instead of libcst's ScopeProvider, which takes ~50 ms on a 300-line class: the one statement an
+    edit in the language server changed. What its name binds, the names read at module level
+    (decorators, defaults, annotations, bases: the statement's top scope), and those its functions,
+    class body, lambdas and comprehensions read that resolve to module level. The two readings
+    differ where ScopeProvider resolves a name an inner scope binds to module level as well (it
+    orders a scope's bindings and reads: a parameter read before it is rebound, ``x = x + 1``), so
+    a caller uses this reading only while no top-level statement (itself included) binds one of
+    those names (``statement_names``). None where the symbol table cannot tell: a syntax error, what
+    ``_declined`` lists, type-parameter and annotation scopes (Python 3.12+ / 3.14).
     ``tests/test_main_guard_names.py`` compares both readings on the fixtures, the corpus and edits."""
-    if sys.version_info >= (3, 14) or "global" in code or "nonlocal" in code or ":=" in code:
-        return None
-    if "__" in code and any(n.startswith("__") and not n.endswith("__") for n in _IDENTIFIER.findall(code)):
-        return None  # a private name: the symbol table has it mangled inside a class, ScopeProvider not
+    if sys.version_info >= (3, 14):
+        return None  # annotations move into scopes of their own
     try:
         tree = ast.parse(code)
-        if ("'" in code or '"' in code) and _type_hint_strings(tree):
+        if _declined(tree):
             return None
         top = symtable.symtable(code, "<statement>", "exec")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
