@@ -471,6 +471,8 @@ class _Indexer(cst.CSTVisitor):
 
     # -- definitions
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if self.top is not None:
+            self.a.tops[id(node)] = self.top
         # a generic base (`Dataset[T_co]`, `Base[int]`) is its unsubscripted class
         bases = [
             arg.value.value if isinstance(arg.value, cst.Subscript) else arg.value
@@ -493,6 +495,8 @@ class _Indexer(cst.CSTVisitor):
         self.class_stack.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self.top is not None:
+            self.a.tops[id(node)] = self.top
         # a def directly in a class body is a method (a def's body pushes None on the class stack)
         cls = self.class_stack[-1] if self.class_stack else None
         parent = self.func
@@ -522,6 +526,8 @@ class _Indexer(cst.CSTVisitor):
         self.class_stack.pop()
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
+        if self.top is not None:
+            self.a.tops[id(node)] = self.top
         self.a.lambdas.append((node, self.func, self.stmt_stack[-1] if self.stmt_stack else None))
         if self.func is not None:
             self.func.lambdas.append(node)
@@ -758,6 +764,8 @@ class Analysis:
         self.module_assigns: Dict[str, List[cst.BaseExpression]] = {}
         self.attr_stores: List["AttrStore"] = []  # `name.attr = value` (loader.collate_fn = fn, ...)
         self.attr_targets: List[cst.Attribute] = []  # every `<expr>.attr = ...` / `: T = ...` target
+        # id of a lambda, def or class -> its top-level statement (a report's position is looked up there)
+        self.tops: Dict[int, cst.CSTNode] = {}
         self._memo: Dict[Tuple[str, Any], Any] = {}  # per-class answers the rules ask again and again
         # imports are collected in the same walk; qualify() needs them, so walk imports first
         self._collect_imports()

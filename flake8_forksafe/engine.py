@@ -229,6 +229,7 @@ def report_positions(a: Analysis, nodes: Sequence[cst.CSTNode]) -> Any:
     """The positions of the reported nodes (and of a def's or class's name), computed for the
     top-level statements that hold them only (``_StatementPositions``)."""
     tops = {id(c.node): c.top for c in a.calls if c.top is not None}
+    tops.update(a.tops)  # lambdas, defs, classes
     return _StatementPositions(a.module, nodes, tops, lambda: a.statement_codes, getattr(a, "position_memo", None))
 
 
