@@ -19,14 +19,17 @@ from flake8_forksafe.analysis import (
     container_elements,
     factory_of,
     handle_source,
+    push_children,
     self_attr,
     string_value,
 )
 
 
-class _Loads(cst.CSTVisitor):
+class _Loads:
     """``self.<attr>`` reads of a function body (assignment / del targets excluded, nested defs
-    included: a closure reading the attribute runs where the function runs)."""
+    included: a closure reading the attribute runs where the function runs), and the ``with
+    self.<attr>:`` items. One direct walk of the body (a parent before its children, as libcst's
+    visitor goes, without its dispatch)."""
 
     def __init__(self, self_name: str) -> None:
         self.self_name = self_name
@@ -41,27 +44,25 @@ class _Loads(cst.CSTVisitor):
         else:
             self.targets.add(id(target))
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            self._mark(t.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._mark(node.target)
-
-    def visit_Del(self, node: cst.Del) -> None:
-        self._mark(node.target)
-
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        name = self_attr(node.item, self.self_name)
-        if name:
-            self.with_items.add(name)
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        if id(node) in self.targets:
-            return
-        name = self_attr(node, self.self_name)
-        if name:
-            self.reads[name] = self.reads.get(name, 0) + 1
+    def walk(self, root: cst.CSTNode) -> None:
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            t = type(node)
+            if t is cst.Assign:
+                for tg in node.targets:  # type: ignore[attr-defined]
+                    self._mark(tg.target)
+            elif t is cst.AnnAssign or t is cst.Del:
+                self._mark(node.target)  # type: ignore[attr-defined]
+            elif t is cst.WithItem:
+                name = self_attr(node.item, self.self_name)  # type: ignore[attr-defined]
+                if name:
+                    self.with_items.add(name)
+            elif t is cst.Attribute and id(node) not in self.targets:
+                name = self_attr(node, self.self_name)  # type: ignore[arg-type]
+                if name:
+                    self.reads[name] = self.reads.get(name, 0) + 1
+            push_children(node, stack)
 
 
 _LOADS_CACHE: "weakref.WeakKeyDictionary[FuncInfo, _Loads]" = weakref.WeakKeyDictionary()
@@ -72,7 +73,7 @@ def loads(fn: FuncInfo) -> _Loads:
     if got is None:
         got = _Loads(fn.self_name or "self")
         if fn.self_name:
-            fn.node.body.visit(got)
+            got.walk(fn.node.body)
         _LOADS_CACHE[fn] = got
     return got
 
