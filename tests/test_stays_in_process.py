@@ -94,7 +94,7 @@ def test_iterated_where_it_is_built():
         "self_like.data = dataset",  # stored
         "keep = lambda: dataset",  # captured by a lambda
         "items = [dataset]\n        train(items)",  # put in a container
-        "dataset = Signals([])\n        next(dataset)",  # rebound: not judged, the finding stays
+        "dataset = Signals([])\n        train(dataset)",  # rebound, and a use of the name may reach workers
     ],
 )
 def test_may_reach_workers_keeps_the_finding(use):
@@ -143,3 +143,12 @@ def test_a_stage_given_to_a_parameter_typed_as_a_datapipe():
     assert "given to a stage (.map()) of the dataset pipeline (the IterDataPipe parameter datapipe)" in (
         check_source(src, "pipes.py", CFG)[0].message
     )
+
+
+def test_one_name_bound_to_several_datasets():
+    """A test building one dataset after another under one name (torcheeg's tests): every use of
+    the name decides, whichever dataset it reads; one use that may reach workers keeps the finding."""
+    body = built_then("def test_two(monkeypatch):", "assert len(dataset) > 0\n        dataset = Signals([double])\n        next(dataset)")
+    assert codes(body) == []
+    escaped = built_then("def build():", "next(dataset)\n        dataset = Signals([double])\n        return dataset")
+    assert codes(escaped) == ["FRK201", "FRK202"]

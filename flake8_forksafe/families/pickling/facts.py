@@ -447,8 +447,9 @@ def stays_in_process(a: Analysis, site: CallSite, depth: int = 0) -> bool:
     """The object ``site`` builds inside a function is used in this process only: iterated by a
     ``for`` or a comprehension, given to ``IN_PROCESS_CALLS`` (``next``, ``list``...) or to pytest's
     ``monkeypatch``, wrapped by another dataset constructor whose result does the same, or bound to
-    one local name (assigned once) whose every use does: indexed, iterated, measured, advanced,
-    attributes read or set, methods called on it (but one whose name says it builds a loader or an
+    a local name (not a parameter) whose every use does, whichever assignment it reads: indexed,
+    iterated, measured, advanced, attributes read or set, methods called on it (but one whose name
+    says it builds a loader or an
     iterator over workers: ``to_dataloader``, ``iterator``), compared or asserted on. Anything else
     (returned, yielded, stored, passed to another call, captured by a nested scope) may take it to
     a DataLoader's workers. Module-level objects are importable: never."""
@@ -494,8 +495,10 @@ def _stays(a: Analysis, fn: FuncInfo, node: cst.CSTNode, parents: Dict[int, cst.
             if len(parent.targets) != 1 or not isinstance(parent.targets[0].target, cst.Name):
                 return False
             name = parent.targets[0].target.value
-            if len(fn.local_assigns.get(name, ())) != 1 or name in fn.params:
+            if name in fn.params:
                 return False
+            # every use of the name, whichever assignment it reads (a test building one dataset
+            # after another under one name): the object is reached only through them
             return _uses_stay(a, fn, name, parents, depth)
         if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
             return True
