@@ -1040,7 +1040,9 @@ class Analysis:
         got = self.index.keepers(q)
         if got is None:
             return ""
-        ds, attr, path, line = got
+        ds, attr, path, line, via = got
+        if via:
+            return f"dataset {ds} keeps {via} objects, which keep its objects, in self.{attr}, {path}:{line}"
         return f"dataset {ds} keeps its objects in self.{attr}, {path}:{line}"
 
     def _keeps_calls(self, cls: ClassInfo) -> bool:
@@ -1357,6 +1359,8 @@ class Analysis:
         for q in self.library_bases(cls):  # PyG Dataset.__getitem__ -> self.get(idx)
             names = names + tuple(h for h in self.knowledge.library_worker_hooks(q) if h not in names)
         names = names + tuple(n for n in self.collate_methods(cls) if n not in names)
+        if id(cls) in self.kept_by:  # not a dataset, kept by one: its workers may call any public method
+            names = names + tuple(f.name for f in self.class_functions(cls) if not f.name.startswith("_") and f.name not in names)
         roots = [self.resolve_method(cls, n) for n in names]
         return self.closure(cls, [r for r in roots if r is not None])
 

@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Seq
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import LEAF_FIELDS, _dotted, split_lines  # the gate's readers: one definition
 
-SCHEMA = 6  # bump when the summary's shape or meaning changes: old cache entries are then ignored
+SCHEMA = 7  # bump when the summary's shape or meaning changes: old cache entries are then ignored
 CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module loads the engine)
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
@@ -347,6 +347,12 @@ class _Summariser:
                 for t in targets:
                     if isinstance(t, ast.Name):
                         fn.locals.setdefault(t.id, []).append(n.value)
+                    elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in fn.locals:
+                        fn.locals[t.value.id].append(n.value)  # `router[k] = io`: the local holds it too
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
+                filled = _FILLS.get(n.func.attr)  # `ios.append(io)`: the local list holds it too
+                if filled is not None and n.func.value.id in fn.locals and len(n.args) > filled:
+                    fn.locals[n.func.value.id].append(n.args[filled])
             elif isinstance(n, ast.withitem) and isinstance(n.optional_vars, ast.Name):
                 fn.with_names.add(n.optional_vars.id)
             elif isinstance(n, (ast.Yield, ast.YieldFrom)):
@@ -619,6 +625,9 @@ class _Summariser:
 
 
 _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
+# container methods that put a value into a local container: the position of the value (or of the
+# iterable / mapping whose values go in: ``extend``, ``update``) among the arguments
+_FILLS = {"append": 0, "add": 0, "extend": 0, "update": 0, "insert": 1, "setdefault": 1}
 
 
 @dataclass
@@ -1976,12 +1985,15 @@ class ProjectIndex:
         self._memo[key] = out
         return out
 
-    def keepers(self, holder: str) -> Optional[Tuple[str, str, str, int]]:
+    def keepers(self, holder: str, depth: int = 0) -> Optional[Tuple[str, str, str, int, str]]:
         """A dataset of the project that keeps instances of the class ``holder`` (made on the parent
         side: in the methods its ``__init__`` reaches, possibly through project functions that build
-        them, in a container too): (dataset, attribute, path, line of the keeping assignment), or None.
-        Only the modules that name the holder, or a callable found to return its objects, as a word
-        are read, and in them only the callables and classes whose summaries name one of those."""
+        them, in a container too), directly or through objects of another class that keep them the
+        same way (torcheeg: a dataset keeps ``EEGSignalIO`` objects, each keeping an
+        ``LMDBEEGSignalIO``; two such steps at most): (dataset, attribute, path, line of the keeping
+        assignment, the class in between or ""), or None. Only the modules that name the holder, or
+        a callable found to return its objects, as a word are read, and in them only the callables
+        and classes whose summaries name one of those."""
         key = ("keepers", holder)
         if key in self._memo:
             return self._memo[key]  # type: ignore[return-value]
@@ -2026,21 +2038,26 @@ class ProjectIndex:
                         ):
                             new.add(mname)
                     if found is None and cq != holder and any(names(mm.keeps) for mm in c.methods.values()):
-                        found = self._keeping_dataset(cq, c.name, holder)
+                        if self.derives_from(cq, lambda b: is_dataset_base_name(b, self.k)):
+                            site = self._keeping(cq, holder)
+                            found = (c.name, *site, "") if site else None
+                        elif depth < 2 and self._keeping(cq, holder) is not None:
+                            outer = self.keepers(cq, depth + 1)  # a holder of holders
+                            found = (*outer[:4], outer[4] or c.name) if outer else None
             known |= new
         self._memo[key] = found
         return found
 
-    def _keeping_dataset(self, cq: str, name: str, holder: str) -> Optional[Tuple[str, str, str, int]]:
-        if not self.derives_from(cq, lambda b: is_dataset_base_name(b, self.k)):
-            return None
+    def _keeping(self, cq: str, holder: str) -> Optional[Tuple[str, str, int]]:
+        """Where the class ``cq`` keeps instances of ``holder`` on ``self`` in the methods its
+        ``__init__`` reaches: (attribute, path, line), or None."""
         for ref in self.init_reach(cq):
             m = self.method(ref)
             for kp in m.keeps if m else ():
                 attr, line, entry = kp.split(":", 2)
                 kind, _, what = entry.partition(":")
                 if kind == "call" and holder in self.instances(what, cq):
-                    return (name, attr, ref.path, int(line))
+                    return (attr, ref.path, int(line))
         return None
 
     def init_assigns(self, qname: str) -> List[AttrFact]:

@@ -311,3 +311,82 @@ def test_holder_search_skips_a_package_over_the_size_cap(tmp_path: Path, monkeyp
             assert got[:2] == ("Slides", "readers")
         text = (tmp_path / "slides" / "readers.py").read_text()
         assert ix_mod.has_kept_holder(ix, str(tmp_path / "slides" / "readers.py"), k, text) is found
+
+
+# the torcheeg shape: the dataset fills a local dict with IO objects item by item and keeps it; each
+# IO object keeps a backend object that opens an LMDB environment, drops it when pickled and opens it
+# again when unpickled (spawn works; forked workers share the parent's environment)
+BACKEND = """\
+    import lmdb
+
+
+    class LMDBBackend:
+        def __init__(self, path):
+            self.path = path
+            self._env = lmdb.open(path, lock=False)
+
+        def __getstate__(self):
+            state = self.__dict__.copy()
+            del state["_env"]
+            return state
+
+        def __setstate__(self, state):
+            self.__dict__.update(state)
+            self._env = lmdb.open(self.path, lock=False)
+
+        def read(self, key):
+            with self._env.begin() as txn:
+                return txn.get(key)
+
+
+    class SignalIO:
+        def __init__(self, path, mode="lmdb"):
+            if mode == "lmdb":
+                self._io = LMDBBackend(path)
+            else:
+                self._io = None
+
+        def read(self, key):
+            return self._io.read(key)
+    """
+
+ROUTED = """\
+    from torch.utils.data import Dataset
+
+    from eeg.io import SignalIO
+
+
+    class Records(Dataset):
+        def __init__(self, paths):
+            router = {}
+            for p in paths:
+                io = SignalIO(p)
+                router[p] = io
+            self.router = router
+            self.keys = list(paths)
+
+        def __len__(self):
+            return len(self.keys)
+
+        def __getitem__(self, i):
+            return self.router[self.keys[i]].read(b"0")
+    """
+
+
+def test_holder_of_a_holder_kept_in_a_dict_filled_item_by_item(tmp_path: Path) -> None:
+    files = {"eeg/__init__.py": "", "eeg/io.py": BACKEND, "eeg/data.py": ROUTED}
+    out = _run(tmp_path, files)
+    assert [line.split(" ", 2)[:2] for line in out] == [[f"{Path('eeg/io.py')}:7:21:", "FRK101"]]
+    assert (f"(LMDBBackend is not a dataset, but dataset Records keeps SignalIO objects, which keep its "
+            f"objects, in self.router, {Path('eeg/data.py')}:12)") in out[0]
+    # the dataset keeps nothing: no finding
+    quiet = ROUTED.replace("self.router = router", "self.router = None")
+    assert _run(tmp_path, {**files, "eeg/data.py": quiet}) == []
+    # reopened in each process (a PID check): no finding
+    pid = BACKEND.replace("        def read(self, key):\n            with self._env", "        def read(self, key):\n"
+                          "            if os.getpid() != self._pid:\n                self._env = lmdb.open(self.path)\n"
+                          "                self._pid = os.getpid()\n            with self._env").replace(
+        "import lmdb\n", "import os\n\n    import lmdb\n").replace(
+        "self._env = lmdb.open(path, lock=False)\n", "self._env = lmdb.open(path, lock=False)\n            self._pid = os.getpid()\n", 1)
+    assert pid != BACKEND
+    assert _run(tmp_path, {**files, "eeg/io.py": pid}) == []
