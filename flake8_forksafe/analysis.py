@@ -1360,7 +1360,8 @@ class Analysis:
             names = names + tuple(h for h in self.knowledge.library_worker_hooks(q) if h not in names)
         names = names + tuple(n for n in self.collate_methods(cls) if n not in names)
         if id(cls) in self.kept_by:  # not a dataset, kept by one: its workers may call any public method
-            names = names + tuple(f.name for f in self.class_functions(cls) if not f.name.startswith("_") and f.name not in names)
+            public = [f.name for f in self.class_functions(cls) if not f.name.startswith("_")]
+            names = names + tuple(n for n in public if n not in names)
         roots = [self.resolve_method(cls, n) for n in names]
         return self.closure(cls, [r for r in roots if r is not None])
 
@@ -1832,7 +1833,9 @@ def kwarg_value(a: Analysis, call: cst.Call, name: str) -> Optional[cst.BaseExpr
                 item = _item_assign(a, fn, f"{fn.self_name}.{attr}", name) if fn.self_name else None
                 if item is not None:
                     return item
-            values = [sa.value for fn in fns for sa in fn.self_assigns if sa.attr == attr and sa.kind == "assign" and sa.value is not None]
+            values = [
+                sa.value for fn in fns for sa in fn.self_assigns if sa.attr == attr and sa.kind == "assign" and sa.value is not None
+            ]
         for v in values:
             if isinstance(v, cst.Dict):
                 for el in v.elements:
