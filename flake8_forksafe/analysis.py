@@ -976,9 +976,7 @@ class Analysis:
                         changed = True
                         break
         # classes with __getitem__/__iter__ that a dataset stores or that are given to a DataLoader
-        def itemish(c: ClassInfo) -> bool:
-            return any(self.resolve_method(c, n) for n in ("__getitem__", "__iter__"))
-
+        itemish = self.itemish
         changed = True
         while changed:
             changed = False
@@ -1011,6 +1009,11 @@ class Analysis:
                         add(c)
                         kept_by[id(c)] = via
         return out, kept_by
+
+    def itemish(self, cls: ClassInfo) -> bool:
+        """The class (or a same-file base) has ``__getitem__`` or ``__iter__``: what a DataLoader
+        takes as a dataset."""
+        return any(self.resolve_method(cls, n) for n in ("__getitem__", "__iter__"))
 
     def project_returned_handle(self, value: Optional[cst.BaseExpression]) -> Optional[Tuple[str, str, str, int]]:
         """``value`` is a call of a function (or static/class method) defined in another module of

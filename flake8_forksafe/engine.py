@@ -381,9 +381,16 @@ def _located(
     return to_findings(a, found, path, text if noqa else None, line_map)
 
 
+_WHOLE_PLANNERS: List[FrozenSet[str]] = []
+
+
 def whole_planning_codes() -> FrozenSet[str]:
-    """The rules that plan over every top-level statement (the WORKER_START anchor: FRK401)."""
-    return frozenset(code for code, (anchors, _on) in prefilter.declared_anchors().items() if prefilter.WORKER_START in anchors)
+    """The rules that plan over every top-level statement (the WORKER_START anchor: FRK401); read
+    once per process (every rule of every checked file asks)."""
+    if not _WHOLE_PLANNERS:
+        declared = prefilter.declared_anchors()
+        _WHOLE_PLANNERS.append(frozenset(code for code, (anchors, _on) in declared.items() if prefilter.WORKER_START in anchors))
+    return _WHOLE_PLANNERS[0]
 
 
 def _plans_whole_module(rule: Rule) -> bool:

@@ -625,8 +625,9 @@ class _Summariser:
 
 
 _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
-# container methods that put a value into a local container: the position of the value (or of the
-# iterable / mapping whose values go in: ``extend``, ``update``) among the arguments
+# container methods that put a value into a local container (the libcst side's CONTAINER_METHODS, less
+# ``__setitem__``): the position of the value (or of the iterable / mapping whose values go in:
+# ``extend``, ``update``) among the arguments
 _FILLS = {"append": 0, "add": 0, "extend": 0, "update": 0, "insert": 1, "setdefault": 1}
 
 

@@ -963,7 +963,7 @@ def local_duck_dataset(a: Analysis, cls: ClassInfo) -> bool:
     ``build_dataset`` methods return them), and spawn cannot pickle a local class's instances."""
     if cls.in_function is None or cls.bases or not cls.name.endswith("Dataset"):
         return False
-    return any(a.resolve_method(cls, n) for n in ("__getitem__", "__iter__"))
+    return a.itemish(cls)
 
 
 def in_test(fn: Optional[FuncInfo]) -> bool:

@@ -203,8 +203,9 @@ class StatementNames(NamedTuple):
 
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 _NOT_NAMES = frozenset(keyword.kwlist) | {"__debug__"}  # not importable names
-_NAMES: "OrderedDict[str, Tuple[FrozenSet[str], StatementNames]]" = OrderedDict()  # code -> (dotted, names)
-_INNER: Dict[str, FrozenSet[str]] = {}  # code -> names read outward, for _NAMES' symbol-table readings
+# code -> (the dotted names it was resolved with, its names, and for a symbol-table reading the names
+# ScopeProvider may read outward from it: ``_definition_names``; None for ScopeProvider's reading)
+_NAMES: "OrderedDict[str, Tuple[FrozenSet[str], StatementNames, Optional[FrozenSet[str]]]]" = OrderedDict()
 NAMES_KEPT = 4096  # statements remembered (least recently used first out)
 
 
@@ -471,17 +472,19 @@ def statement_names(module: cst.Module, codes: Optional[Sequence[str]] = None) -
     idents = [frozenset(n for n in _IDENTIFIER.findall(c) if n.isidentifier()) - _NOT_NAMES for c in codes]
     got: List[Optional[StatementNames]] = [None] * len(body)
     used: List[FrozenSet[str]] = [frozenset()] * len(body)  # the dotted names it was resolved with
+    inner: Dict[int, FrozenSet[str]] = {}  # statement -> names read outward, for symbol-table readings
     for i, code in enumerate(codes):
         hit = _NAMES.get(code)
         if hit is not None:
-            used[i], got[i] = hit
+            used[i], got[i], outward = hit
+            if outward is not None:
+                inner[i] = outward
             _NAMES.move_to_end(code)
     todo = [i for i, f in enumerate(got) if f is None]
     guess = {d for f in got if f is not None for d in f.binds if "." in d}
     for i in todo:
         guess |= _dotted_imports(body[i])
     fresh: Set[int] = set()
-    inner: Dict[int, FrozenSet[str]] = {i: _INNER[codes[i]] for i in range(len(body)) if codes[i] in _INNER}
     for i in list(todo):  # definitions: the symbol table, checked against ScopeProvider's reading below
         if isinstance(body[i], (cst.FunctionDef, cst.ClassDef)) and not _dotted_for(frozenset(guess), idents[i]):
             f = _definition_names(codes[i])
@@ -496,10 +499,7 @@ def statement_names(module: cst.Module, codes: Optional[Sequence[str]] = None) -
                 got[i], used[i] = f, _dotted_for(frozenset(guess), idents[i])
                 inner.pop(i, None)
                 fresh.add(i)
-        bound: Dict[str, int] = {}  # name -> how many statements bind it
-        for f in got:
-            for x in f.binds if f is not None else ():
-                bound[x] = bound.get(x, 0) + 1
+        bound = {x for f in got if f is not None for x in f.binds}
         # a symbol-table reading is ScopeProvider's while no top-level statement binds a name its
         # inner scopes may read outward (``_definition_names``)
         clash = [i for i, names in inner.items() if any(x in bound for x in names)]
@@ -511,13 +511,9 @@ def statement_names(module: cst.Module, codes: Optional[Sequence[str]] = None) -
     else:  # pragma: no cover - the dotted names and the symbol-table readings settle in three rounds
         raise RuntimeError("module-level dotted names did not settle")
     for i in fresh:
-        _NAMES[codes[i]] = (used[i], got[i])
-        if i in inner:
-            _INNER[codes[i]] = inner[i]
-        else:
-            _INNER.pop(codes[i], None)
+        _NAMES[codes[i]] = (used[i], got[i], inner.get(i))
     while len(_NAMES) > NAMES_KEPT:
-        _INNER.pop(_NAMES.popitem(last=False)[0], None)
+        _NAMES.popitem(last=False)
     return got  # type: ignore[return-value]
 
 
