@@ -31,3 +31,10 @@ def fixture_files() -> List[Path]:
 
 def fixed_path(p: Path) -> Path:
     return p.with_name(p.name[: -len(".py")] + ".fixed.py")
+
+
+def ran(proc, *, codes=(0, 1)) -> None:
+    """A tool's subprocess ended as a finished run: an expected exit status and no traceback (a crash
+    at import exits 1 too, which "findings remain" would otherwise hide)."""
+    out = (proc.stdout or "") + (proc.stderr or "")
+    assert proc.returncode in codes and "Traceback (most recent call last)" not in out, out

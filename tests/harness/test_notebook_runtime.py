@@ -5,6 +5,8 @@ importing the class from a module next to it runs. The linter agrees on both not
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from flake8_forksafe.config import Config
@@ -40,7 +42,10 @@ def run_notebook(name: str, method: str):
 def test_class_defined_in_the_notebook_is_not_found_by_workers(method):
     proc = run_notebook("defined_in_notebook.ipynb", method)
     assert proc.returncode != 0
-    assert "AttributeError: Can't get attribute 'Squares' on <module '__main__' (built-in)>" in proc.stderr
+    # the module's repr is "(built-in)" up to Python 3.11 and names its loader from 3.12 (seen on the
+    # GPU machine's 3.12.3): match the meaning, not one version's text
+    assert re.search(r"AttributeError: Can't get attribute 'Squares' on <module '__main__' "
+                     r"\((?:built-in|<class '_frozen_importlib\.BuiltinImporter'>)\)>", proc.stderr), proc.stderr[-2000:]
     assert "batches" not in proc.stdout
 
 

@@ -61,7 +61,7 @@ def test_notebook_positions_are_cell_and_line():
     assert codes(findings) == [("FRK405", 3, 3, 0)]  # no FRK401: a guard does nothing in a notebook
     assert notes == []
     (f,) = findings
-    assert f.end_line == 8 and "Can't get attribute 'Squares' on <module '__main__' (built-in)>" in f.message
+    assert f.end_line == 8 and "Can't get attribute 'Squares' on <module '__main__' ...>" in f.message
     assert f.message.endswith("move it into a module next to the notebook and import it")
 
 
