@@ -1774,6 +1774,16 @@ class KeptHandle:
     factory: "object"  # knowledge.Factory
     direct: bool  # the kept value is the factory call itself (not derived, not in a container)
     container: bool
+    # a handle a same-module helper returns (``self.env = self._open()``): ``call`` is the helper call
+    # (what the fix rewrites), ``at`` the factory call inside the helper (where the finding points,
+    # RULES.md "Where a finding points"), ``helper`` the helper's name
+    at: Optional[cst.Call] = None
+    helper: str = ""
+
+    @property
+    def site(self) -> cst.Call:
+        """Where a finding about this handle points: the factory call."""
+        return self.at if self.at is not None else self.call
 
 
 def _is_data_slice(sub: cst.Subscript) -> bool:

@@ -207,8 +207,19 @@ class StmtFact:
         self.globals = False  # a ``global`` statement (a function rebinding a module-level name)
         self.fork = False  # the string "fork"
         self.literal = False  # a literal-only container (``X = [...]``)
-        self.loader_stores = False  # ``x.collate_fn = ...`` / ``x.worker_init_fn = ...`` (LOADER_ATTRS)
+        # ``x.collate_fn = ...`` / ``x.worker_init_fn = ...`` (LOADER_ATTRS), or a module-level
+        # ``def worker_init_fn(worker_id, ...)`` (worker_init_def)
+        self.loader_stores = False
         self.annotations: Tuple[Optional[str], ...] = ()  # dotted parameter annotations (``dp: IterDataPipe``)
+
+
+def worker_init_def(node: ast.AST) -> bool:
+    """A function written as a DataLoader ``worker_init_fn``: its name says so (``worker_init_fn``,
+    ``seed_worker_init``) and its first parameter is ``worker_id`` (checks/frk602.py reads these
+    when no loader of the module uses them: the project's other modules or its users pass them)."""
+    a = node.args  # type: ignore[attr-defined]
+    first = (*a.posonlyargs, *a.args)[:1]
+    return "worker_init" in node.name.lower() and bool(first) and first[0].arg == "worker_id"  # type: ignore[attr-defined]
 
 
 def _base_expr(node: ast.AST) -> Optional[str]:
@@ -274,6 +285,8 @@ def stmt_fact(stmt: ast.stmt, offset: int, imports: Dict[str, Set[str]]) -> Stmt
             if in_func:
                 f.local_defs = True
             fa = node.args  # type: ignore[attr-defined]
+            if node is stmt and worker_init_def(node):
+                f.loader_stores = True  # a library's worker_init_fn that other modules pass (FRK602)
             for arg in (*fa.posonlyargs, *fa.args, *fa.kwonlyargs):
                 if arg.annotation is not None and type(arg.annotation) in (ast.Name, ast.Attribute, ast.Subscript):
                     f.annotations += (_base_expr(arg.annotation),)

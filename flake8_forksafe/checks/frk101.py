@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -273,14 +273,20 @@ class DS(Dataset):
         by_call: Dict[int, List[Kept]] = {}
         for k in found:
             by_call.setdefault(id(k.handle.call), []).append(k)
+        # one finding per factory call: a helper called by several keepers has one factory call, so
+        # its keepers' plans are made first and the finding takes a fixable one (the others are
+        # reported again at the same place in the next fix round, if they remain)
+        by_site: Dict[int, List[Tuple[Kept, object]]] = {}
         for k in found:
             group = by_call[id(k.handle.call)]
-            if group[0] is not k:
-                continue  # one finding per factory call
-            fix = self._plan(a, k, group)
+            if group[0] is k:
+                by_site.setdefault(id(k.handle.site), []).append((k, self._plan(a, k, group)))
+        for planned in by_site.values():
+            k, fix = next((p for p in planned if isinstance(p[1], (LazyPlan, SplitPlan))), planned[0])
+            also = sorted({f"self.{o.sa.attr}" for o, _ in planned if o.sa.attr != k.sa.attr})
             rep = self.report(
-                k.handle.call,
-                self.message(k, fix),
+                k.handle.site,
+                self.message(k, fix, also),
                 fixable=isinstance(fix, (LazyPlan, SplitPlan)),
                 data=fix,
             )
@@ -366,7 +372,7 @@ class DS(Dataset):
             b.release()
 
     @staticmethod
-    def message(k: Kept, fix) -> str:
+    def message(k: Kept, fix, also: Sequence[str] = ()) -> str:
         what = k.handle.factory.name
         where = "a container on " if k.handle.container else ""
         fn = k.fn
@@ -378,8 +384,13 @@ class DS(Dataset):
         elif isinstance(fix, LazyPlan) and fix.unsafe:
             tail += f" (unsafe fix: {fix.why_unsafe})"
         via = f" ({owner} is not a dataset, but {k.via})" if k.via else ""
+        opened = f"opened in {owner}.{in_}"
+        if k.handle.helper:
+            opened = f"returned by {k.handle.helper}(), called in {owner}.{in_},"
+        if also:
+            via += f" (also kept in {', '.join(also)})"
         return (
-            f"{what}() opened in {owner}.{in_} and kept in {where}self.{k.sa.attr}{via}: forked DataLoader "
+            f"{what}() {opened} and kept in {where}self.{k.sa.attr}{via}: forked DataLoader "
             f"workers share the parent's handle and spawn workers cannot pickle it; {tail}"
         )
 

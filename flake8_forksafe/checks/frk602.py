@@ -272,6 +272,22 @@ def worker_init_fns(a: Analysis) -> Iterator[Tuple[Target, Optional[str], bool, 
             v = _varying_bindings(a, target, e[1], e[4])
             varying = v if varying is None else varying & v
         yield target, worker_id, all(e[3] for e in starting), frozenset(varying or ())
+    # a library's worker_init_fn that no loader of this module uses: the project's loaders (another
+    # module, a runner) or its users pass it, bound with functools.partial to the run's settings
+    for fn in a.module_functions.values():
+        if id(fn) not in uses and _is_worker_init_fn(fn):
+            params = _params_of(fn)
+            varying = {p for p in params[1:] if not RUN_CONSTANT_PARAM.search(p) or PER_CALL_PARAM.search(p)}
+            yield fn, params[0], False, frozenset(varying)
+
+
+def _is_worker_init_fn(fn: FuncInfo) -> bool:
+    """A module-level function written as a DataLoader ``worker_init_fn`` (prefilter.worker_init_def)."""
+    if fn.cls is not None or fn.self_name or "worker_init" not in fn.name.lower():
+        return False
+    p = fn.node.params
+    first = (*p.posonly_params, *p.params)[:1]
+    return bool(first) and first[0].name.value == "worker_id"
 
 
 def _params_of(target: Target) -> List[str]:

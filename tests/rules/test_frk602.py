@@ -214,3 +214,56 @@ def test_partial_bound_run_configuration_through_kwargs_dict():
     assert (f.code, f.line, f.col) == ("FRK602", 10, 4)
     for varying in ("epoch", "epoch_seed"):
         assert check(body.replace("seed=None):", f"seed=None, {varying}=0):").replace("seed=seed)", f"seed={varying})")) == []
+
+
+def test_a_library_worker_init_fn_that_no_loader_of_its_file_uses():
+    """mmengine/lhotse: ``def worker_init_fn(worker_id, num_workers, rank, seed)`` is given to loaders
+    by a runner in another module (or by users) through ``functools.partial`` with the run's
+    settings: reported on its own, with no loader in the file (the gate lets the file through)."""
+    src = textwrap.dedent("""\
+        import random
+
+        import numpy as np
+        import torch
+
+
+        def worker_init_fn(worker_id, num_workers, rank, seed):
+            worker_seed = num_workers * rank + worker_id + seed
+            np.random.seed(worker_seed)
+            random.seed(worker_seed)
+            torch.manual_seed(worker_seed)
+
+
+        def epoch_worker_init(worker_id, epoch):
+            np.random.seed(epoch + worker_id)  # a new base per epoch: not constant
+
+
+        def seed_worker_init(worker_id):
+            np.random.seed(torch.initial_seed() % 2**32)
+
+
+        def seed_everything(worker_id):
+            np.random.seed(worker_id)  # not named as a worker_init_fn
+
+
+        def worker_init_helper(rank, worker_id):
+            np.random.seed(rank + worker_id)  # worker_id is not its first parameter
+        """)
+    got = [(f.line, f.col, f.fix) for f in check_source(src, "utils.py", CFG)]
+    assert got == [(9, 4, "unsafe")]
+    out = fix_source(src, "utils.py", CFG, unsafe=True).source
+    assert "    worker_seed = torch.initial_seed() % 2**32\n    np.random.seed(worker_seed)\n" in out, out
+    assert out.replace("torch.initial_seed() % 2**32", "num_workers * rank + worker_id + seed") == src
+    assert check_source(out, "utils.py", CFG) == []
+
+
+def test_a_worker_init_fn_used_only_by_loaders_without_workers_stays_quiet():
+    body = """
+    def worker_init_fn(worker_id):
+        np.random.seed(worker_id)
+
+
+    def make(ds):
+        return DataLoader(ds, num_workers=0, worker_init_fn=worker_init_fn)
+    """
+    assert check(body) == []
