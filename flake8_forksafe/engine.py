@@ -68,13 +68,17 @@ def project_anchor(index: Any, path: str, config: Config, text: str = "class ", 
     the pre-filter, which sees one file, cannot know. The holder question matters only for a file the
     gate rejects (``check_source`` analyses such a file whole); it summarises the file itself, so a
     caller asking about a file that passes the gate leaves it out."""
-    if index is None or "class " not in text:
+    if index is None:
         return False
-    from flake8_forksafe.index import has_project_dataset
+    from flake8_forksafe.index import constructs_project_dataset, has_project_dataset
 
-    if has_project_dataset(index, path, config.knowledge, text):
+    if "class " in text and has_project_dataset(index, path, config.knowledge, text):
         return True
-    return holders and holder_anchor(index, path, config, text)
+    if (config.is_enabled("FRK201", True) or config.is_enabled("FRK202", True)) and constructs_project_dataset(
+        index, path, config.knowledge, text
+    ):
+        return True
+    return holders and "class " in text and holder_anchor(index, path, config, text)
 
 
 def holder_anchor(index: Any, path: str, config: Config, text: str) -> bool:

@@ -1197,6 +1197,24 @@ class ProjectIndex:
             self._tops = tops
         return self._tops
 
+    def project_constructed(self, path: str, text: str) -> List[str]:
+        """A cheap text reading, like ``project_bases``: the qualified names of classes and functions
+        imported from the project (``from .tasks import TaskSet``) that the file calls (``TaskSet(``)."""
+        module, is_package = self.module_for(path)
+        tops = self.top_packages() | {module.split(".", 1)[0]}
+        out: List[str] = []
+        for dots, mod, imported in _at_line_starts(_FROM_IMPORT, text):
+            if not (dots or mod.split(".", 1)[0] in tops):
+                continue
+            base_mod = absolute_module(module, is_package, len(dots), mod or None)
+            for n in imported.strip("()").split(","):
+                n = n.split("#", 1)[0].split()
+                if n and re.search(r"(?<![\w.])" + re.escape(n[-1]) + r"\(", text):
+                    q = f"{base_mod}.{n[0]}" if base_mod else n[0]
+                    if q not in out:
+                        out.append(q)
+        return out
+
     def project_bases(self, path: str, text: str) -> List[str]:
         """A cheap text reading of a file the pre-filter rejected, without parsing it: the qualified
         names of class bases imported from the project (a relative import or a project package)."""
@@ -1792,6 +1810,45 @@ class ProjectIndex:
 
     # -- handle holders: objects that keep a handle, built and kept by a dataset in another module
 
+    def dataset_factory(self, qname: str, is_base: Callable[[str], bool]) -> Optional[Tuple[List[str], Set[str], str]]:
+        """A project function (not a class, not a method) whose return values are instances of
+        project dataset classes (``def TaskSet(x, trsf=None, target_trsf=None): ... return
+        ArrayTaskSet(x, trsf=trsf, target_trsf=target_trsf)``): (its parameters; those a made
+        dataset's ``__init__`` also takes and does more with than call or ignore (``transient``),
+        which it keeps on ``self``, itself or through a base ``__init__`` it calls (``stored_init_params``);
+        where: `` (kept by the datasets TaskSet makes, tasks.py:15)``)."""
+        got = self.callable_at(qname)
+        if got is None or got[1] is not None:
+            return None
+        fn = got[0]
+        q = self.canonical(qname)
+        made = [c for c in sorted(self.instances(q)) if is_base(c) or self.derives_from(c, is_base)]
+        if not made:
+            return None
+        params = list(fn.params)
+        kept: Set[str] = set()
+        for c in made:
+            kept |= self.stored_init_params(c) & set(params)
+        s = self.summary(q.rpartition(".")[0])
+        return params, kept, f" (kept by the datasets {fn.name}() makes, {s.path if s else '?'}:{fn.line})"
+
+    def stored_init_params(self, qname: str) -> Set[str]:
+        """The parameters the ``__init__`` of the project class ``qname`` keeps on ``self`` as they are,
+        with those of the base ``__init__`` it calls (``super().__init__(x, trsf, target_trsf)``: a
+        parameter is taken to go on under its own name), up to four classes up."""
+        out: Set[str] = set()
+        after: Optional[str] = None
+        for _ in range(4):
+            ref = self.resolve_method(qname, "__init__", after=after)
+            m = self.method(ref) if ref is not None else None
+            if m is None or ref is None:
+                break
+            out |= {x.detail for x in m.assigns if x.kind == "param"}
+            if not (m.super_init or m.base_inits):
+                break
+            after = ref.cls
+        return out
+
     def callable_at(self, qname: str) -> Optional[Tuple[Method, Optional[str]]]:
         """The project function or method ``qname`` names (``mod.f``, ``mod.Class.m``, followed
         through re-exports and base classes) and its class, or None."""
@@ -2270,6 +2327,21 @@ def has_project_dataset(index: ProjectIndex, path: str, k: Knowledge, text: Opti
         if any(b and b.rpartition(".")[0] != s.module and index.resolve_class(b) for b in c.bases):
             if index.derives_from(f"{s.module}.{name}" if s.module else name, lambda q: is_dataset_base_name(q, k)):
                 return True
+    return False
+
+
+def constructs_project_dataset(index: ProjectIndex, path: str, k: Knowledge, text: str) -> bool:
+    """The file calls a dataset class imported from another module of the project and has a lambda
+    or a nested def (FRK201/202: passed into that constructor, which may keep it)."""
+    if "lambda" not in text and not re.search(r"\n[ \t]+def ", text):
+        return False
+    is_base = lambda q: is_dataset_base_name(q, k)  # noqa: E731
+    for q in index.project_constructed(path, text):
+        ref = index.resolve_class(q)
+        if ref is not None and (is_base(ref.qname) or index.derives_from(ref.qname, is_base)):
+            return True
+        if ref is None and index.dataset_factory(q, is_base) is not None:
+            return True
     return False
 
 

@@ -349,6 +349,9 @@ def _used_only_args(a: Analysis, site: CallSite, base: Optional[ClassInfo]) -> F
     if base is None:
         cls = a.module_classes.get(site.qname or "")
         if cls is None:
+            made = _project_dataset_factory(a, site.qname) if site.qname else None
+            if made is not None:  # a dataset factory of the project: what none of its datasets keeps
+                return frozenset(set(made[0]) - made[1])
             return a.transient_args(site.qname) | _project_transient(a, a.absolute(site.qname or ""), None)
         init = a.resolve_method(cls, "__init__")
         if init is not None:
@@ -430,7 +433,20 @@ def dataset_constructor(a: Analysis, site: CallSite) -> Optional[str]:
         return last
     if a._is_dataset_base_name(q):
         return last
+    if last[:1].isupper() and a.project_dataset_base(q):
+        return last  # a dataset class of another module of the project (the index)
+    if _project_dataset_factory(a, q) is not None:
+        return last  # a function of another module of the project that makes datasets of its arguments
     return None
+
+
+def _project_dataset_factory(a: Analysis, qname: str) -> Optional[Tuple[List[str], Set[str], str]]:
+    if a.index is None:
+        return None
+    try:
+        return a.index.dataset_factory(a.absolute(qname), a._is_dataset_base_name)
+    except Exception:  # noqa: BLE001 - the index cannot say
+        return None
 
 
 # calls that use an object in the calling process, without keeping it or handing it on
@@ -584,9 +600,19 @@ def constructor_stores(a: Analysis, site: CallSite, base: Optional[ClassInfo]) -
             if sa.kind == "assign" and isinstance(sa.value, cst.Name) and sa.value.value in params
         }
         return params, kept, ""
-    if owner is None or a.index is None:
+    if a.index is None:
         return [], set(), ""
-    q = a.class_qname(owner)
+    if owner is not None:
+        q = a.class_qname(owner)
+    elif site.qname:  # a class imported from another module of the project
+        ref = a.index.resolve_class(a.absolute(site.qname))
+        q = ref.qname if ref is not None else None
+        if ref is None:
+            made = _project_dataset_factory(a, site.qname)
+            if made is not None:
+                return made
+    else:
+        q = None
     if q is None:
         return [], set(), ""
     ref = a.index.resolve_method(q, "__init__", after=q if base is not None else None)
