@@ -22,7 +22,7 @@ from flake8_forksafe.knowledge import Knowledge
 if TYPE_CHECKING:  # pragma: no cover
     from flake8_forksafe.index import AttrFact, MethodRef, ProjectIndex
 
-PARENT_ROOTS = ("__init__", "__len__")
+PARENT_ROOTS = ("__init__", "__post_init__", "__len__")  # __post_init__: a dataclass's constructor
 WORKER_ROOTS = ("__getitem__", "__getitems__", "__iter__", "__next__")
 
 

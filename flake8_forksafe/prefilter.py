@@ -100,10 +100,18 @@ def _scanned_words(k: Knowledge) -> Tuple[str, ...]:
     return tuple(w for w in words if not any(o != w and o in w for o in words))
 
 
+def _rng_words(k: Knowledge) -> Tuple[str, ...]:
+    return tuple(sorted({q.rsplit(".", 1)[-1] for q in k.rng_constructors}))
+
+
 def text_gate(text: str, k: Knowledge, anchors: FrozenSet[str] = ALL_ANCHORS) -> bool:
     if anchors - MP_ANCHORS:
         for w in k.derived("prefilter.scanned_words", _scanned_words):
             if w in text:
+                return True
+        # a transform keeping an RNG object (FRK601: ``Facts.makes_rng``)
+        if DATASET_CLASS in anchors and "__call__" in text:
+            if any(w in text for w in k.derived("prefilter.rng_words", _rng_words)):
                 return True
     elif not anchors:
         return False
@@ -127,6 +135,7 @@ class _Names:
         self.starters = k.pools | k.lazy_pools | k.process_classes | k.spawners | k.get_context
         self.process_classes = k.process_classes
         self.loader_factory_words = k.loader_factory_words
+        self.rng_constructors = k.rng_constructors
 
     def datasetish(self, name: str) -> bool:
         return name in self.dataset_bases or name.endswith(self.dataset_suffixes)
@@ -190,7 +199,7 @@ class StmtFact:
     a big file holds one per statement)."""
 
     __slots__ = ("start", "end", "name", "guard", "calls", "bases", "names", "attrs", "imports", "lambdas",
-                 "local_defs", "globals", "fork", "literal", "loader_stores", "annotations")
+                 "local_defs", "globals", "fork", "literal", "loader_stores", "annotations", "callable_class")
 
     def __init__(self, start: int, end: int, name: str, guard: bool) -> None:
         self.start = start  # 1-based first line (decorators included)
@@ -211,6 +220,7 @@ class StmtFact:
         # ``def worker_init_fn(worker_id, ...)`` (worker_init_def)
         self.loader_stores = False
         self.annotations: Tuple[Optional[str], ...] = ()  # dotted parameter annotations (``dp: IterDataPipe``)
+        self.callable_class = False  # a module-level class defining ``__call__`` (a transform: FRK601)
 
 
 def worker_init_def(node: ast.AST) -> bool:
@@ -300,6 +310,10 @@ def stmt_fact(stmt: ast.stmt, offset: int, imports: Dict[str, Set[str]]) -> Stmt
         elif t is ast.ClassDef:
             if in_func:
                 f.local_defs = True
+            elif node is stmt and any(
+                type(b) in (ast.FunctionDef, ast.AsyncFunctionDef) and b.name == "__call__" for b in node.body  # type: ignore[attr-defined]
+            ):
+                f.callable_class = True
             f.bases.append(tuple(_base_expr(b) for b in node.bases))  # type: ignore[attr-defined]
         elif t is ast.Lambda:
             f.lambdas = True
@@ -378,6 +392,11 @@ class Facts:
     def process_base(self, d: Optional[str]) -> bool:
         return bool(self.qualified(d) & self.n.process_classes)
 
+    def makes_rng(self, s: StmtFact) -> bool:
+        """A call in ``s`` of an RNG constructor (``rules/rng.toml``: ``random.Random``, ``default_rng``)."""
+        ctors = self.n.rng_constructors
+        return any(self.qualified(c.func) & ctors for c in s.calls)
+
     def starts(self, c: CallFact) -> bool:
         return c.attr in ("Pool", "Process") or bool(self.qualified(c.func) & self.n.starters)
 
@@ -413,6 +432,8 @@ class Facts:
         for s in self.stmts:
             if loader and s.loader_stores:
                 return True
+            if dataset and s.callable_class and self.makes_rng(s):
+                return True  # a transform keeping an RNG object (FRK601)
             if local and not constructors and s.annotations:
                 # a stage given to a parameter typed as a dataset (``def join(dp: IterDataPipe)``)
                 constructors = any(self.base_anchor(x) for x in s.annotations)

@@ -64,6 +64,8 @@ def _anchored(facts: Facts, s: StmtFact, anchors: FrozenSet[str] = ALL_ANCHORS) 
         return True
     if s.loader_stores and LOADER_CALL in anchors:
         return True
+    if s.callable_class and DATASET_CLASS in anchors and facts.makes_rng(s):
+        return True
     mp = bool(anchors & MP_ANCHORS)
     if s.bases and (data or mp):
         for bases in s.bases:

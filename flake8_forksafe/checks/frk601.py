@@ -6,7 +6,7 @@ from typing import Dict, Iterator, List, Set, Tuple
 
 import libcst as cst
 
-from flake8_forksafe.analysis import Analysis, ClassInfo, FuncInfo, no_worker_processes, self_attr
+from flake8_forksafe.analysis import PARENT_ROOTS, Analysis, ClassInfo, FuncInfo, no_worker_processes, self_attr
 from flake8_forksafe.model import UNSAFE, Example, Report, Rule
 from flake8_forksafe.families.rng.facts import (
     KeptRng,
@@ -17,6 +17,7 @@ from flake8_forksafe.families.rng.facts import (
     plan_rng,
     renewed_worker_side,
     worker_init_renewal,
+    transform_classes,
 )
 
 
@@ -188,13 +189,18 @@ class DS(Dataset):
     def check(self, a: Analysis) -> Iterator[Report]:
         found: List[Tuple[ClassInfo, FuncInfo, object, KeptRng, str]] = []
         renewal = None
-        for cls in a.dataset_classes:
-            if no_worker_processes(a, cls):
-                continue
-            worker = a.worker_side(cls)
+        transforms = {id(c): c for c in transform_classes(a)}
+        for cls in [*a.dataset_classes, *transforms.values()]:
+            if id(cls) in transforms:
+                worker = a.closure(cls, [m for m in (a.resolve_method(cls, "__call__"),) if m is not None])
+                parent = a.closure(cls, [m for m in (a.resolve_method(cls, n) for n in PARENT_ROOTS) if m is not None])
+            else:
+                if no_worker_processes(a, cls):
+                    continue
+                worker = a.worker_side(cls)
+                parent = a.parent_side(cls)
             if not worker:
                 continue
-            parent = a.parent_side(cls)
             # cheap first: most datasets keep no RNG object, and the visitors below are not cheap
             if not any(
                 kept_rngs(a, sa, fn) for fn in parent for sa in fn.self_assigns if sa.kind in ("assign", "container")
@@ -226,8 +232,8 @@ class DS(Dataset):
         plans: Dict[int, object] = {}
         groups: Dict[Tuple[int, str], List[RngPlan]] = {}
         for cls, fn, sa, kept, passed in found:
-            if passed or not kept.direct:
-                continue
+            if passed or not kept.direct or id(cls) in transforms:
+                continue  # a transform's RNG: no automatic fix (where its workers come from is not seen)
             plan = plan_rng(a, fn, sa, kept)
             plans[id(kept.ctor)] = plan
             if isinstance(plan, RngPlan):
@@ -235,7 +241,12 @@ class DS(Dataset):
         for cls, fn, sa, kept, passed in found:
             plan = plans.get(id(kept.ctor))
             fixable = isinstance(plan, RngPlan) and group_fixable(groups[(id(plan.owner.node), plan.attr)])
-            yield self.report(kept.ctor, self.message(cls, fn, sa.attr, kept), fixable=fixable, data=plan)
+            msg = self.message(cls, fn, sa.attr, kept)
+            if id(cls) in transforms:
+                msg = msg.replace(" is copied into every DataLoader worker", f" is copied into every DataLoader worker "
+                                  f"that runs this transform ({cls.name}.__call__ draws from it)", 1)
+                msg += " (no automatic fix for a transform)"
+            yield self.report(kept.ctor, msg, fixable=fixable, data=plan)
         for cls in a.dataset_classes:  # made by a base class in another module of the project
             if no_worker_processes(a, cls):
                 continue

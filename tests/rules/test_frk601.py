@@ -414,3 +414,100 @@ def test_fixed_rng_differs_per_worker_under_fork_and_spawn(tmp_path: Path):
 
     # in the main process (num_workers=0) the fixed dataset draws exactly the original stream
     assert r["fixed_main"] == r["unfixed_main"]
+
+
+TRANSFORMS = """\
+import random
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import torch
+
+
+@dataclass
+class ClipTransform:
+    p: float = 0.5
+    seed: Optional[int] = 42
+
+    def __post_init__(self):
+        self.rng = random.Random(self.seed)
+
+    def __call__(self, x):
+        return x if self.rng.random() > self.p else x.clip(-1, 1)
+
+
+class Permute:
+    def __init__(self, seed):
+        self.seed = seed
+        self.g = torch.Generator()
+
+    def __call__(self, x):
+        if self.seed is not None:
+            self.g.manual_seed(self.seed)
+            x = x[torch.randperm(len(x), generator=self.g)]
+        return x
+
+
+class Jitter:
+    def __init__(self, seed):
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+
+    def __call__(self, x):
+        if self.seed is not None:
+            self.rng = np.random.default_rng(self.seed)
+        return x + self.rng.normal()
+
+
+class Sampler:
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+
+    def __call__(self, n):
+        return self.rng.integers(n)
+"""
+
+
+@pytest.mark.parametrize("path, expected", [
+    ("pkg/transforms/audio.py", [(15, 19), (36, 19), (46, 19)]),  # a transforms package: every __call__ class
+    ("pkg/audio.py", [(15, 19)]),  # elsewhere: only classes named as transforms
+])
+def test_transforms_keeping_an_rng_made_on_the_parent_side(path, expected):
+    """A transform (a class with ``__call__`` named or placed as one) runs where the dataset that holds
+    it runs, in the workers: an RNG made in its constructor (``__init__``, a dataclass's
+    ``__post_init__``) and drawn in ``__call__`` replays in every worker. Permute reseeds before every
+    draw under the same condition (nothing is drawn when it is false): quiet. Jitter renews its RNG
+    only under a condition and draws either way: reported in a transforms package."""
+    got = check_source(TRANSFORMS, path, CFG)
+    assert [(f.line, f.col) for f in got] == expected
+    assert all(f.fix is None for f in got)  # no automatic fix for a transform
+    assert got[0].message.startswith(
+        "random.Random() created in ClipTransform.__post_init__() on the parent side and kept in self.rng is "
+        "copied into every DataLoader worker that runs this transform (ClipTransform.__call__ draws from it)"
+    )
+    assert got[0].message.endswith("(no automatic fix for a transform)")
+
+
+def test_a_dataclass_dataset_post_init_is_parent_side():
+    src = """\
+    from dataclasses import dataclass
+
+    import numpy as np
+    from torch.utils.data import Dataset
+
+
+    @dataclass
+    class Noise(Dataset):
+        n: int = 8
+
+        def __post_init__(self):
+            self.rng = np.random.default_rng(0)
+
+        def __len__(self):
+            return self.n
+
+        def __getitem__(self, i):
+            return self.rng.normal()
+    """
+    assert [(f.line, f.col) for f in check_source(textwrap.dedent(src), "ds.py", CFG)] == [(12, 19)]

@@ -149,21 +149,45 @@ def renewed_worker_side(a: Analysis, fns: Sequence[FuncInfo]) -> Set[str]:
     out: Set[str] = set()
     again = reseed_methods(a)
     for fn in fns:
-        maybe = conditional_nodes(a, fn)
+        cond = _conditional(a, fn)
+        maybe = cond.inside
         for sa in fn.self_assigns:
             if sa.kind == "assign" and id(sa.stmt) not in maybe:
                 out.add(sa.attr)
         if not fn.self_name:
             continue
         for site in fn.calls:
-            if id(site.node) in maybe:
-                continue
             f = site.node.func
-            if isinstance(f, cst.Attribute) and f.attr.value in again:
-                attr = self_attr(f.value, fn.self_name)
-                if attr:
-                    out.add(attr)
+            if not (isinstance(f, cst.Attribute) and f.attr.value in again):
+                continue
+            attr = self_attr(f.value, fn.self_name)
+            if not attr:
+                continue
+            if id(site.node) not in maybe or _reseeded_where_drawn(fn, attr, f.value, cond):
+                out.add(attr)
     return out
+
+
+def _reseeded_where_drawn(fn: FuncInfo, attr: str, reseeded: cst.CSTNode, cond: "_Conditional") -> bool:
+    """A reseed under a condition that the function's every use of ``self.<attr>`` shares (``if
+    self.seed is not None: self.g.manual_seed(self.seed); perm = torch.randperm(n, generator=self.g)``):
+    when the condition is false nothing is drawn either, so the reseed is a renewal."""
+    block = cond.block.get(id(reseeded))
+    if block is None:
+        return False
+    uses = _SelfUses(fn.self_name or "self", attr)
+    fn.node.body.visit(uses)
+    return all(cond.block.get(id(n)) == block for n in uses.nodes)
+
+
+class _SelfUses(cst.CSTVisitor):
+    def __init__(self, me: str, attr: str) -> None:
+        self.me, self.attr = me, attr
+        self.nodes: List[cst.Attribute] = []
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == self.attr and isinstance(node.value, cst.Name) and node.value.value == self.me:
+            self.nodes.append(node)
 
 
 # names whose presence in a condition makes it a per-process test: it is false only in the main
@@ -194,6 +218,8 @@ class _Conditional(cst.CSTVisitor):
         self.per_process = per_process
         self.depth = 0
         self.inside: Set[int] = set()
+        self.blocks: List[int] = []  # the innermost conditional body being visited
+        self.block: Dict[int, int] = {}  # node id -> the innermost conditional body holding it
 
     def _per_process(self, test: cst.BaseExpression) -> bool:
         class Words(cst.CSTVisitor):
@@ -212,13 +238,19 @@ class _Conditional(cst.CSTVisitor):
             return False
         if self.depth:
             self.inside.add(id(node))
+            self.block[id(node)] = self.blocks[-1]
         if isinstance(node, cst.If):
             node.test.visit(self)
             cond = not self._per_process(node.test)
             self.depth += cond
-            node.body.visit(self)
-            if node.orelse is not None:
-                node.orelse.visit(self)
+            for part in (node.body, node.orelse):
+                if part is None:
+                    continue
+                if cond:
+                    self.blocks.append(id(part))
+                part.visit(self)
+                if cond:
+                    self.blocks.pop()
             self.depth -= cond
             return False
         return True
@@ -226,6 +258,10 @@ class _Conditional(cst.CSTVisitor):
 
 def conditional_nodes(a: Analysis, fn: FuncInfo) -> Set[int]:
     """ids of the nodes of ``fn``'s body under a condition that can be false in a worker."""
+    return _conditional(a, fn).inside
+
+
+def _conditional(a: Analysis, fn: FuncInfo) -> "_Conditional":
     per_process = {
         name
         for name, values in fn.local_assigns.items()
@@ -235,7 +271,7 @@ def conditional_nodes(a: Analysis, fn: FuncInfo) -> Set[int]:
     body = fn.node.body
     for st in getattr(body, "body", ()):
         st.visit(v)
-    return v.inside
+    return v
 
 
 class _DatasetRefs:
@@ -583,3 +619,28 @@ def apply_rng(a: Analysis, plans: Sequence[RngPlan]) -> cst.Module:
     t = _RngTransformer(a, plans)
     module = a.module.visit(t)
     return ensure_imports(module, ["os", "torch"] if t.need_torch else ["os"])
+
+
+# the datasets' own word (``transform=``, ``torchvision.transforms``); "augment" is not one: augmentation
+# packages hold batch-level augmenters that the training loop runs in the main process as often
+# (kornia.augmentation, braindecode.augmentation, GPU mixers)
+TRANSFORM_WORDS = ("transform",)
+
+
+def transform_classes(a: Analysis) -> List[ClassInfo]:
+    """Module-level classes written as data transforms, which datasets run in their DataLoader workers:
+    not datasets, with a ``__call__``, and named as transforms (the class, ``RandomFlipTransform``,
+    or its module or package, ``cut_transforms/clipping.py``, ``espnet/transform/perturb.py``). Which dataset
+    runs one is decided where it is built (often by the user), so it is not looked for."""
+    path = (a.path or "").replace("\\", "/").lower()
+    in_transforms = any(w in part for part in path.split("/") for w in TRANSFORM_WORDS)
+    datasets = {id(c) for c in a.dataset_classes}
+    out: List[ClassInfo] = []
+    for cls in a.classes:
+        if cls.in_function is not None or id(cls) in datasets or a.module_classes.get(cls.name) is not cls:
+            continue
+        if not (in_transforms or any(w in cls.name.lower() for w in TRANSFORM_WORDS)):
+            continue
+        if a.resolve_method(cls, "__call__") is not None:
+            out.append(cls)
+    return out
