@@ -274,15 +274,15 @@ class DS(Dataset):
         for k in found:
             by_call.setdefault(id(k.handle.call), []).append(k)
         # one finding per factory call: a helper called by several keepers has one factory call, so
-        # its keepers' plans are made first and the finding takes a fixable one (the others are
-        # reported again at the same place in the next fix round, if they remain)
+        # its keepers' plans are made first; the finding is fixable only when every keeper's is (a
+        # fix leaves no finding behind), else it gives the reason of a keeper that has none
         by_site: Dict[int, List[Tuple[Kept, object]]] = {}
         for k in found:
             group = by_call[id(k.handle.call)]
             if group[0] is k:
                 by_site.setdefault(id(k.handle.site), []).append((k, self._plan(a, k, group)))
         for planned in by_site.values():
-            k, fix = next((p for p in planned if isinstance(p[1], (LazyPlan, SplitPlan))), planned[0])
+            k, fix = next((p for p in planned if not isinstance(p[1], (LazyPlan, SplitPlan))), planned[0])
             also = sorted({f"self.{o.sa.attr}" for o, _ in planned if o.sa.attr != k.sa.attr})
             rep = self.report(
                 k.handle.site,

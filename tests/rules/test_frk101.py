@@ -133,10 +133,14 @@ def test_generic_base_and_helper_returning_handles():
         pass
     """
     # one factory call, two keepers (a container and self.main): one finding at the factory call
-    # (RULES.md "Where a finding points"), carrying the fix of the keeper that has one
-    assert findings(src) == [("FRK101", 17, 15, "safe")]
-    out = fixed(src)
-    assert "            self._main = self.connect(*self._main_args)\n" in out
+    # (RULES.md "Where a finding points"); no fix, since the container's handles would stay
+    assert findings(src) == [("FRK101", 17, 15, None)]
+    assert fixed(src) == textwrap.dedent(src)
+    # one keeper: the fix rewrites the caller, the finding still points into the helper
+    one = src.replace("            self.envs = []\n            for p in paths:\n                env = self.connect(p)\n"
+                      "                self.envs.append(env)\n", "")
+    assert findings(one) == [("FRK101", 13, 15, "safe")]
+    assert "            self._main = self.connect(*self._main_args)\n" in fixed(one)
 
 
 def test_npz_paths_built_at_runtime():

@@ -253,7 +253,7 @@ def test_a_library_worker_init_fn_that_no_loader_of_its_file_uses():
     assert got == [(9, 4, "unsafe")]
     out = fix_source(src, "utils.py", CFG, unsafe=True).source
     assert "    worker_seed = torch.initial_seed() % 2**32\n    np.random.seed(worker_seed)\n" in out, out
-    assert out.replace("torch.initial_seed() % 2**32", "num_workers * rank + worker_id + seed") == src
+    assert out.replace("worker_seed = torch.initial_seed() % 2**32", "worker_seed = num_workers * rank + worker_id + seed") == src
     assert check_source(out, "utils.py", CFG) == []
 
 
