@@ -1,16 +1,19 @@
 """Keep libcst's cost off files that cannot have a finding.
 
-Stage 1 (text): every rule needs a dataset or loader word, a ``worker_init_fn``, or a
-multiprocessing word next to an import of a multiprocessing module. Substring tests, no regex.
+Stage 1 (text): every rule needs a dataset or loader word, a ``worker_init_fn`` (or ``worker_init``),
+``__call__`` next to an RNG constructor's name (a transform), or a multiprocessing word next to an
+import of a multiprocessing module. Substring tests, no regex.
 
 Stage 2 (ast, only for files that pass stage 1): the CPython parser (~10x faster than libcst) and
 one walk. A file goes on to libcst when it has one of the anchors the rules start from:
 
 - a class whose base is dataset-, loader- or process-like, or a three-argument ``type()``
   (FRK1xx, FRK2xx, FRK3xx, FRK6xx: every dataset rule starts from a dataset class or a call below);
+  a module-level class with ``__call__`` that calls an RNG constructor (a transform: FRK601);
 - a call of a loader, of a dataset class by name (``MyDataset(...)``, ``torchvision.datasets.X(...)``),
   or a call with ``worker_init_fn=`` / ``multiprocessing_context=`` (FRK201-203, FRK302, FRK501, FRK602),
-  or an assignment to ``x.collate_fn`` / ``x.worker_init_fn`` (FRK201/202: a given loader's attribute);
+  or an assignment to ``x.collate_fn`` / ``x.worker_init_fn`` (FRK201/202: a given loader's attribute),
+  or a module-level ``def *worker_init*(worker_id, ...)`` (FRK602: a library's own worker_init_fn);
 - a start-method setter call (FRK402, FRK403), or a ``get_context`` call next to the string
   ``"fork"`` (FRK404);
 - a worker-starting call (pool, process, ``spawn``) that module-level code outside the main guard can
@@ -109,6 +112,8 @@ def text_gate(text: str, k: Knowledge, anchors: FrozenSet[str] = ALL_ANCHORS) ->
         for w in k.derived("prefilter.scanned_words", _scanned_words):
             if w in text:
                 return True
+        if LOADER_CALL in anchors and "worker_init" in text:
+            return True  # ``def seed_worker_init(worker_id)``: a library's worker_init_fn (worker_init_def)
         # a transform keeping an RNG object (FRK601: ``Facts.makes_rng``)
         if DATASET_CLASS in anchors and "__call__" in text:
             if any(w in text for w in k.derived("prefilter.rng_words", _rng_words)):

@@ -267,3 +267,9 @@ def test_a_worker_init_fn_used_only_by_loaders_without_workers_stays_quiet():
         return DataLoader(ds, num_workers=0, worker_init_fn=worker_init_fn)
     """
     assert check(body) == []
+
+
+def test_a_worker_init_fn_named_without_fn_passes_the_text_gate():
+    """No dataset or loader word in the file: the gate's text stage lets ``worker_init`` through."""
+    src = "import numpy as np\n\n\ndef seed_worker_init(worker_id, seed=7):\n    np.random.seed(seed + worker_id)\n"
+    assert [(f.line, f.col) for f in check_source(src, "seeding.py", CFG)] == [(5, 4)]
