@@ -14,6 +14,7 @@ from flake8_forksafe.analysis import (
     SelfAssign,
     bound_in_scope,
     container_elements,
+    no_worker_processes,
     self_attr,
 )
 from flake8_forksafe.families.handles.facts import (
@@ -273,6 +274,8 @@ class DS(Dataset):
                 )
         done = set()
         for cls in a.dataset_classes:
+            if no_worker_processes(a, cls):
+                continue  # every loader of the module that can get it has num_workers=0: never pickled
             parent = a.parent_side(cls)
             for fn in parent:
                 for sa in fn.self_assigns:

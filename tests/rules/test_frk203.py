@@ -256,3 +256,30 @@ def test_generator_fix_declined_when_list_is_rebound():
            "    def __iter__(self):\n        yield from self.it\n")
     [f] = check_source(src, "m.py", CFG)
     assert f.fix is None and "the name list is rebound here" in f.message
+
+
+@pytest.mark.parametrize("workers, expected", [("0", []), ("2", [("FRK203", 8)])])
+def test_a_dataset_only_given_to_loaders_without_workers_is_never_pickled(workers, expected):
+    """trl's RolloutQueueDataset keeps a queue.Queue, and its module's only DataLoader (given a
+    batcher wrapping it) has num_workers=0: nothing is pickled for a worker."""
+    src = textwrap.dedent(f"""\
+        import queue
+        from torch.utils.data import DataLoader, IterableDataset
+
+
+        class Rollouts(IterableDataset):
+            def __init__(self, q):
+                self.q = q
+                self.traces = queue.Queue(maxsize=4)
+
+            def __iter__(self):
+                yield self.q.get()
+
+
+        def loader(q):
+            dataset = Rollouts(q)
+            dataset = Batcher(dataset)
+            return DataLoader(dataset, batch_size=1, num_workers={workers})
+        """)
+    got = [(f.code, f.line) for f in check_source(src, "trainer.py", Config(select=("FRK203",)))]
+    assert got == expected
