@@ -1776,14 +1776,20 @@ class KeptHandle:
     container: bool
     # a handle a same-module helper returns (``self.env = self._open()``): ``call`` is the helper call
     # (what the fix rewrites), ``at`` the factory call inside the helper (where the finding points,
-    # RULES.md "Where a finding points"), ``helper`` the helper's name
+    # RULES.md "Where a finding points")
     at: Optional[cst.Call] = None
-    helper: str = ""
 
     @property
     def site(self) -> cst.Call:
         """Where a finding about this handle points: the factory call."""
         return self.at if self.at is not None else self.call
+
+    @property
+    def helper(self) -> str:
+        """The name of the helper that returns the handle (``_open``), or ""."""
+        if self.at is None:
+            return ""
+        return (dotted(self.call.func) or "").rsplit(".", 1)[-1]
 
 
 def _is_data_slice(sub: cst.Subscript) -> bool:

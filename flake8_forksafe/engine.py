@@ -393,7 +393,9 @@ def whole_planning_codes() -> FrozenSet[str]:
     once per process (every rule of every checked file asks)."""
     if not _WHOLE_PLANNERS:
         declared = prefilter.declared_anchors()
-        _WHOLE_PLANNERS.append(frozenset(code for code, (anchors, _on) in declared.items() if prefilter.WORKER_START in anchors))
+        _WHOLE_PLANNERS.append(
+            frozenset(code for code, (anchors, _on) in declared.items() if prefilter.WORKER_START in anchors)
+        )
     return _WHOLE_PLANNERS[0]
 
 

@@ -1813,10 +1813,17 @@ class ProjectIndex:
     def dataset_factory(self, qname: str, is_base: Callable[[str], bool]) -> Optional[Tuple[List[str], Set[str], str]]:
         """A project function (not a class, not a method) whose return values are instances of
         project dataset classes (``def TaskSet(x, trsf=None, target_trsf=None): ... return
-        ArrayTaskSet(x, trsf=trsf, target_trsf=target_trsf)``): (its parameters; those a made
-        dataset's ``__init__`` also takes and does more with than call or ignore (``transient``),
-        which it keeps on ``self``, itself or through a base ``__init__`` it calls (``stored_init_params``);
-        where: `` (kept by the datasets TaskSet makes, tasks.py:15)``)."""
+        ArrayTaskSet(x, trsf=trsf, target_trsf=target_trsf)``): (its parameters; those of them that a
+        made dataset's ``__init__`` keeps on ``self``, itself or through a base ``__init__`` it calls
+        (``stored_init_params``); where: `` (kept by the datasets TaskSet makes, tasks.py:15)``).
+        Memoised per name: a call site asks it up to three times (is it a dataset constructor, what
+        it keeps, what it only uses)."""
+        key = ("dataset_factory", qname)
+        if key not in self._memo:
+            self._memo[key] = self._dataset_factory(qname, is_base)  # type: ignore[assignment]
+        return self._memo[key]  # type: ignore[return-value]
+
+    def _dataset_factory(self, qname: str, is_base: Callable[[str], bool]) -> Optional[Tuple[List[str], Set[str], str]]:
         got = self.callable_at(qname)
         if got is None or got[1] is not None:
             return None

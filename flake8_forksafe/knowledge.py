@@ -21,6 +21,13 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
+def worker_init_like(name: str, first_param: Optional[str]) -> bool:
+    """A function written as a DataLoader ``worker_init_fn``: its name says so (``worker_init_fn``,
+    ``seed_worker_init``) and its first parameter is ``worker_id``. The gate asks it of an ``ast``
+    def (``prefilter.worker_init_def``), FRK602 of a libcst one."""
+    return "worker_init" in name.lower() and first_param == "worker_id"
+
+
 def data_dir() -> Path:
     """``rules/`` ships inside the wheel as ``flake8_forksafe/_rules``; in a checkout it is ``rules/``."""
     here = Path(__file__).resolve().parent

@@ -37,7 +37,7 @@ import re
 import sys
 from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
-from flake8_forksafe.knowledge import Knowledge
+from flake8_forksafe.knowledge import Knowledge, worker_init_like
 
 MP_MODULE_WORDS = ("multiprocess", "concurrent.futures", "ProcessPoolExecutor")
 MP_CALLS = frozenset(
@@ -181,6 +181,7 @@ def _is_main_guard(node: ast.AST) -> bool:
 
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LITERALS = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Constant, ast.UnaryOp, ast.USub, ast.UAdd, ast.Load)
 
 
@@ -229,12 +230,11 @@ class StmtFact:
 
 
 def worker_init_def(node: ast.AST) -> bool:
-    """A function written as a DataLoader ``worker_init_fn``: its name says so (``worker_init_fn``,
-    ``seed_worker_init``) and its first parameter is ``worker_id`` (checks/frk602.py reads these
-    when no loader of the module uses them: the project's other modules or its users pass them)."""
+    """A def written as a DataLoader ``worker_init_fn`` (``knowledge.worker_init_like``): checks/frk602.py
+    reads these when no loader of the module uses them (the project's other modules or its users pass them)."""
     a = node.args  # type: ignore[attr-defined]
     first = (*a.posonlyargs, *a.args)[:1]
-    return "worker_init" in node.name.lower() and bool(first) and first[0].arg == "worker_id"  # type: ignore[attr-defined]
+    return worker_init_like(node.name, first[0].arg if first else None)  # type: ignore[attr-defined]
 
 
 def _base_expr(node: ast.AST) -> Optional[str]:
@@ -316,7 +316,7 @@ def stmt_fact(stmt: ast.stmt, offset: int, imports: Dict[str, Set[str]]) -> Stmt
             if in_func:
                 f.local_defs = True
             elif node is stmt and any(
-                type(b) in (ast.FunctionDef, ast.AsyncFunctionDef) and b.name == "__call__" for b in node.body  # type: ignore[attr-defined]
+                type(b) in _FUNCS and b.name == "__call__" for b in node.body  # type: ignore[attr-defined]
             ):
                 f.callable_class = True
             f.bases.append(tuple(_base_expr(b) for b in node.bases))  # type: ignore[attr-defined]

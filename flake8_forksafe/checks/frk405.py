@@ -16,8 +16,8 @@ class NotebookDefinitionReachesWorkers(Rule):
     ``__main__`` module without a file; spawn and forkserver workers (macOS, Windows, Linux from
     Python 3.14, or an explicit context) unpickle the dataset and these callables by name in their
     own ``__main__`` and cannot find them: ``AttributeError: Can't get attribute 'MyDataset' on
-    <module '__main__' (built-in)>`` (from Python 3.12: ``(<class '_frozen_importlib.BuiltinImporter'>)``). No automatic fix: move the definitions into a module next to
-    the notebook and import them."""
+    <module '__main__' (built-in)>`` (from Python 3.12: ``(<class '_frozen_importlib.BuiltinImporter'>)``).
+    No automatic fix: move the definitions into a module next to the notebook and import them."""
 
     code = "FRK405"
     # what the pre-filter must find for this rule (prefilter.ANCHORS)

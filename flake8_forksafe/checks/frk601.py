@@ -6,7 +6,7 @@ from typing import Dict, Iterator, List, Set, Tuple
 
 import libcst as cst
 
-from flake8_forksafe.analysis import PARENT_ROOTS, Analysis, ClassInfo, FuncInfo, no_worker_processes, self_attr
+from flake8_forksafe.analysis import Analysis, ClassInfo, FuncInfo, no_worker_processes, self_attr
 from flake8_forksafe.model import UNSAFE, Example, Report, Rule
 from flake8_forksafe.families.rng.facts import (
     KeptRng,
@@ -16,8 +16,8 @@ from flake8_forksafe.families.rng.facts import (
     kept_rngs,
     plan_rng,
     renewed_worker_side,
-    worker_init_renewal,
     transform_classes,
+    worker_init_renewal,
 )
 
 
@@ -191,16 +191,15 @@ class DS(Dataset):
         renewal = None
         transforms = {id(c): c for c in transform_classes(a)}
         for cls in [*a.dataset_classes, *transforms.values()]:
-            if id(cls) in transforms:
-                worker = a.closure(cls, [m for m in (a.resolve_method(cls, "__call__"),) if m is not None])
-                parent = a.closure(cls, [m for m in (a.resolve_method(cls, n) for n in PARENT_ROOTS) if m is not None])
+            if id(cls) in transforms:  # transform_classes: __call__ resolves
+                worker = a.closure(cls, [a.resolve_method(cls, "__call__")])
+            elif no_worker_processes(a, cls):
+                continue
             else:
-                if no_worker_processes(a, cls):
-                    continue
                 worker = a.worker_side(cls)
-                parent = a.parent_side(cls)
             if not worker:
                 continue
+            parent = a.parent_side(cls)
             # cheap first: most datasets keep no RNG object, and the visitors below are not cheap
             if not any(
                 kept_rngs(a, sa, fn) for fn in parent for sa in fn.self_assigns if sa.kind in ("assign", "container")
@@ -241,11 +240,7 @@ class DS(Dataset):
         for cls, fn, sa, kept, passed in found:
             plan = plans.get(id(kept.ctor))
             fixable = isinstance(plan, RngPlan) and group_fixable(groups[(id(plan.owner.node), plan.attr)])
-            msg = self.message(cls, fn, sa.attr, kept)
-            if id(cls) in transforms:
-                msg = msg.replace(" is copied into every DataLoader worker", f" is copied into every DataLoader worker "
-                                  f"that runs this transform ({cls.name}.__call__ draws from it)", 1)
-                msg += " (no automatic fix for a transform)"
+            msg = self.message(cls, fn, sa.attr, kept, transform=id(cls) in transforms)
             yield self.report(kept.ctor, msg, fixable=fixable, data=plan)
         for cls in a.dataset_classes:  # made by a base class in another module of the project
             if no_worker_processes(a, cls):
@@ -272,15 +267,17 @@ class DS(Dataset):
                 )
 
     @staticmethod
-    def message(cls: ClassInfo, fn: FuncInfo, attr: str, kept: KeptRng) -> str:
+    def message(cls: ClassInfo, fn: FuncInfo, attr: str, kept: KeptRng, transform: bool = False) -> str:
         owner = fn.cls.name if fn.cls is not None else cls.name
         in_ = f"{owner}.__init__" if fn.name == "__init__" else f"{owner}.{fn.name}() on the parent side"
         where = f"a container on self.{attr}" if kept.container else f"self.{attr}"
         what = kept.qname.replace("numpy.", "np.", 1)
+        runs = f" that runs this transform ({cls.name}.__call__ draws from it)" if transform else ""
         return (
-            f"{what}() created in {in_} and kept in {where} is copied into every DataLoader worker (fork "
+            f"{what}() created in {in_} and kept in {where} is copied into every DataLoader worker{runs} (fork "
             f"copies it, spawn pickles it): all workers draw the same numbers, every epoch; create it "
             f"lazily in each worker, seeded from torch.utils.data.get_worker_info().seed"
+            + (" (no automatic fix for a transform)" if transform else "")
         )
 
     def fix(self, a: Analysis, reports: List[Report]) -> cst.Module:

@@ -19,6 +19,7 @@ from flake8_forksafe.analysis import (
     positional,
 )
 from flake8_forksafe.edit import ensure_imports, module_level_names
+from flake8_forksafe.knowledge import worker_init_like
 from flake8_forksafe.model import UNSAFE, Example, Report, Rule
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory,
@@ -282,12 +283,12 @@ def worker_init_fns(a: Analysis) -> Iterator[Tuple[Target, Optional[str], bool, 
 
 
 def _is_worker_init_fn(fn: FuncInfo) -> bool:
-    """A module-level function written as a DataLoader ``worker_init_fn`` (prefilter.worker_init_def)."""
-    if fn.cls is not None or fn.self_name or "worker_init" not in fn.name.lower():
+    """A module-level function written as a DataLoader ``worker_init_fn`` (``knowledge.worker_init_like``)."""
+    if fn.cls is not None or fn.self_name:
         return False
     p = fn.node.params
     first = (*p.posonly_params, *p.params)[:1]
-    return bool(first) and first[0].name.value == "worker_id"
+    return worker_init_like(fn.name, first[0].name.value if first else None)
 
 
 def _params_of(target: Target) -> List[str]:

@@ -404,7 +404,7 @@ def helper_handles(a: Analysis, sa: SelfAssign, fn: FuncInfo) -> List[KeptHandle
                 ret = returned_handle(a, c, fn)
                 if ret is not None:
                     out.append(KeptHandle(c, ret[1], direct=direct and sa.kind == "assign", container=container,
-                                          at=ret[0], helper=_helper_name(c)))
+                                          at=ret[0]))
                     continue
             root = _strip_derived(a, c)
             if root is not None and root is not c:
@@ -412,13 +412,6 @@ def helper_handles(a: Analysis, sa: SelfAssign, fn: FuncInfo) -> List[KeptHandle
                 if ret is not None and _derivable(a, c, root, ret[1]):
                     out.append(KeptHandle(ret[0], ret[1], direct=False, container=container))
     return out
-
-
-def _helper_name(call: cst.Call) -> str:
-    f = call.func
-    if isinstance(f, cst.Attribute):
-        return f.attr.value
-    return f.value if isinstance(f, cst.Name) else ""
 
 
 def _derivable(a: Analysis, value: cst.BaseExpression, root: cst.Call, factory) -> bool:

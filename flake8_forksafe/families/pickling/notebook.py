@@ -82,7 +82,8 @@ def _message(d: Definition, what: str) -> str:
         shown, ref = f"function {d.name}()", d.name
     return (
         f"{shown} is defined in the notebook and {what}: spawn/forkserver workers (macOS, Windows, "
-        f"Linux from Python 3.14) cannot find it (\"Can't get attribute '{ref}' on <module '__main__' ...>\"); move it into a module next to the notebook and import it"
+        f"Linux from Python 3.14) cannot find it (\"Can't get attribute '{ref}' on <module '__main__' ...>\"); "
+        "move it into a module next to the notebook and import it"
     )
 
 

@@ -216,9 +216,8 @@ class _Conditional(cst.CSTVisitor):
 
     def __init__(self, per_process: Set[str]) -> None:
         self.per_process = per_process
-        self.depth = 0
         self.inside: Set[int] = set()
-        self.blocks: List[int] = []  # the innermost conditional body being visited
+        self.blocks: List[int] = []  # the conditional bodies being visited, innermost last
         self.block: Dict[int, int] = {}  # node id -> the innermost conditional body holding it
 
     def _per_process(self, test: cst.BaseExpression) -> bool:
@@ -236,13 +235,12 @@ class _Conditional(cst.CSTVisitor):
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             return False
-        if self.depth:
+        if self.blocks:
             self.inside.add(id(node))
             self.block[id(node)] = self.blocks[-1]
         if isinstance(node, cst.If):
             node.test.visit(self)
             cond = not self._per_process(node.test)
-            self.depth += cond
             for part in (node.body, node.orelse):
                 if part is None:
                     continue
@@ -251,7 +249,6 @@ class _Conditional(cst.CSTVisitor):
                 part.visit(self)
                 if cond:
                     self.blocks.pop()
-            self.depth -= cond
             return False
         return True
 
