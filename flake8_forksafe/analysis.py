@@ -10,6 +10,7 @@ dictionary lookup.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -944,10 +945,17 @@ class Analysis:
         return self._datasets[1]
 
     @cached_property
-    def _datasets(self) -> Tuple[List[ClassInfo], Dict[int, str]]:
+    def kept_in(self) -> Dict[int, List[Tuple[ClassInfo, str]]]:
+        """id of a class in ``kept_by`` because a dataset of this module keeps its objects -> (that
+        dataset, the attribute it keeps them in), each keeper."""
+        return self._datasets[2]
+
+    @cached_property
+    def _datasets(self) -> Tuple[List[ClassInfo], Dict[int, str], Dict[int, List[Tuple[ClassInfo, str]]]]:
         out: List[ClassInfo] = []
         ids: Set[int] = set()
         kept_by: Dict[int, str] = {}
+        kept_in: Dict[int, List[Tuple[ClassInfo, str]]] = {}
 
         def add(c: ClassInfo) -> None:
             if id(c) not in ids:
@@ -986,9 +994,14 @@ class Analysis:
                         for v in _stored_values(sa.value):  # ShardReader(p), [ShardReader(p) for p in ps]
                             if isinstance(v, cst.Call) and isinstance(v.func, cst.Name):
                                 t = self.module_classes.get(v.func.value)
+                                if t is not None and id(t) in kept_in and not any(
+                                    k is c and attr == sa.attr for k, attr in kept_in[id(t)]
+                                ):
+                                    kept_in[id(t)].append((c, sa.attr))
                                 if t is not None and id(t) not in ids and itemish(t):
                                     add(t)
                                     kept_by[id(t)] = f"dataset {c.name} keeps its objects"
+                                    kept_in[id(t)] = [(c, sa.attr)]
                                     changed = True
             for lc in self.loader_calls:
                 t = lc.dataset_class
@@ -1008,7 +1021,10 @@ class Analysis:
                     if via:
                         add(c)
                         kept_by[id(c)] = via
-        return out, kept_by
+                        keeper = self._same_file_keeper(c)
+                        if keeper is not None:
+                            kept_in[id(c)] = [keeper]
+        return out, kept_by, kept_in
 
     def itemish(self, cls: ClassInfo) -> bool:
         """The class (or a same-file base) has ``__getitem__`` or ``__iter__``: what a DataLoader
@@ -1047,6 +1063,17 @@ class Analysis:
         if via:
             return f"dataset {ds} keeps {via} objects, which keep its objects, in self.{attr}, {path}:{line}"
         return f"dataset {ds} keeps its objects in self.{attr}, {path}:{line}"
+
+    def _same_file_keeper(self, cls: ClassInfo) -> Optional[Tuple[ClassInfo, str]]:
+        """The dataset ``project_keeper`` found, and its attribute, when it is a class of this very
+        file that keeps the objects itself (no class in between)."""
+        got = self.index.keepers(self.class_qname(cls))
+        if got is None or got[4]:
+            return None
+        ds, attr, path, _, _ = got
+        keeper = self.module_classes.get(ds)
+        same = os.path.realpath(os.path.join(self.index.root, path)) == os.path.realpath(self.path)
+        return (keeper, attr) if keeper is not None and same else None
 
     def _keeps_calls(self, cls: ClassInfo) -> bool:
         """A method of the class or its same-file bases stores on ``self`` a value holding a call

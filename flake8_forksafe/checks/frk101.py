@@ -69,8 +69,18 @@ def parent_kept_handles(a: Analysis, cls: ClassInfo) -> List[Kept]:
                     or (recreated_on_unpickle(a, cls, sa.attr) and not worker_uses_attr(a, cls, sa.attr))
                 ):
                     continue
+                if _keepers_rebuild(a, cls) and not worker_uses_attr(a, cls, sa.attr):
+                    continue  # the same, one object away: the datasets keeping it rebuild it on unpickling
                 out.append(Kept(cls, fn, sa, k, a.kept_by.get(id(cls), "")))
     return out
+
+
+def _keepers_rebuild(a: Analysis, cls: ClassInfo) -> bool:
+    """``cls`` reaches workers only because datasets of this module keep its objects, and every one
+    of them leaves that attribute out of its pickled state and makes it anew in ``__setstate__``
+    (megatron's ``IndexedDataset.bin_reader``, a reader that opens its file only to memory-map it)."""
+    keepers = a.kept_in.get(id(cls))
+    return bool(keepers) and all(getstate_leaves_out(a, k, attr) and recreated_on_unpickle(a, k, attr) for k, attr in keepers)
 
 
 def _closed_local(fn: FuncInfo, value: cst.BaseExpression) -> bool:

