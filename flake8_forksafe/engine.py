@@ -62,12 +62,16 @@ def could_have_findings(text: str, config: Config) -> bool:
     return gate(text, config).passes
 
 
-def project_anchor(index: Any, path: str, config: Config, text: str = "class ", holders: bool = True) -> bool:
+def project_anchor(
+    index: Any, path: str, config: Config, text: str = "class ", holders: bool = True, tree: Any = None
+) -> bool:
     """The file defines a class whose base, defined in another module of the project (the index),
     is dataset-like, or (``holders``) a class whose objects such a dataset keeps (``holder_anchor``):
     the pre-filter, which sees one file, cannot know. The holder question matters only for a file the
     gate rejects (``check_source`` analyses such a file whole); it summarises the file itself, so a
-    caller asking about a file that passes the gate leaves it out."""
+    caller asking about a file that passes the gate leaves it out. ``tree``: the file's ast when the
+    caller has it (the gate's, flake8's): the constructor question then looks only at the calls near
+    a lambda or a nested def."""
     if index is None:
         return False
     from flake8_forksafe.index import constructs_project_dataset, has_project_dataset
@@ -75,7 +79,7 @@ def project_anchor(index: Any, path: str, config: Config, text: str = "class ", 
     if "class " in text and has_project_dataset(index, path, config.knowledge, text):
         return True
     if (config.is_enabled("FRK201", True) or config.is_enabled("FRK202", True)) and constructs_project_dataset(
-        index, path, config.knowledge, text
+        index, path, config.knowledge, text, tree
     ):
         return True
     return holders and "class " in text and holder_anchor(index, path, config, text)
@@ -309,14 +313,15 @@ def check_source(
         verdict = gate(text, config)
     project: Union[bool, Callable[[], bool]] = False
     whole = False
+    gate_tree = getattr(verdict, "tree", None)
     if verdict is not None and not verdict.passes:
-        if not project_anchor(index, path, config, text):
+        if not project_anchor(index, path, config, text, tree=gate_tree):
             return []
         project = True  # the anchor is a base class in another module: the slicer keeps such classes
         # or a class whose objects a dataset of another module keeps: nothing is sliced
         whole = holder_anchor(index, path, config, text)
     elif index is not None:  # asked only when the slicer would drop a class with an imported base
-        project = lambda: project_anchor(index, path, config, text, holders=False)  # noqa: E731
+        project = lambda: project_anchor(index, path, config, text, holders=False, tree=gate_tree)  # noqa: E731
     rules = enabled_rules(config)
     if not rules:
         return []

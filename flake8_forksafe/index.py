@@ -645,6 +645,7 @@ class _Fn:
 _CLASS_BASES = re.compile(r"class[ \t]+\w+[ \t]*\(([^)]*)")
 _FROM_IMPORT = re.compile(r"from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
 _IMPORT = re.compile(r"import[ \t]+([^\n]*)")
+_CALLED = re.compile(r"(?<![\w.])(\w+)\(")  # a name called as written: ``TaskSet(``
 
 
 def _at_line_starts(pattern: "re.Pattern[str]", text: str) -> list:
@@ -1203,13 +1204,16 @@ class ProjectIndex:
         module, is_package = self.module_for(path)
         tops = self.top_packages() | {module.split(".", 1)[0]}
         out: List[str] = []
+        called: Optional[Set[str]] = None
         for dots, mod, imported in _at_line_starts(_FROM_IMPORT, text):
             if not (dots or mod.split(".", 1)[0] in tops):
                 continue
+            if called is None:  # one scan of the text for every imported name
+                called = set(_CALLED.findall(text))
             base_mod = absolute_module(module, is_package, len(dots), mod or None)
             for n in imported.strip("()").split(","):
                 n = n.split("#", 1)[0].split()
-                if n and re.search(r"(?<![\w.])" + re.escape(n[-1]) + r"\(", text):
+                if n and n[-1] in called:
                     q = f"{base_mod}.{n[0]}" if base_mod else n[0]
                     if q not in out:
                         out.append(q)
@@ -2337,13 +2341,69 @@ def has_project_dataset(index: ProjectIndex, path: str, k: Knowledge, text: Opti
     return False
 
 
-def constructs_project_dataset(index: ProjectIndex, path: str, k: Knowledge, text: str) -> bool:
+_INNER_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]", re.M)  # a def or class statement's line
+
+
+def lambda_scope_calls(tree: ast.Module, text: str) -> Optional[Set[str]]:
+    """The names called as ``Name(...)`` in the top-level statements of the module that hold a lambda
+    or a function or class defined inside a function (what FRK201/202 follow into a constructor stays
+    within such a statement: a local, ``self.x`` set in another method of the same class, a method of
+    the class that returns a lambda); None (every call) when a module-level statement outside a def
+    or class holds a lambda (a module-level lambda may be passed from anywhere). Each statement's
+    lines are searched as text (over-approximated: a word in a string or comment counts); only the
+    statements that hold a candidate are walked."""
+    lines = split_lines(text)
+
+    def lines_of(first: int, last: int) -> str:
+        return "".join(lines[first - 1 : last])
+
+    def holds(st: ast.stmt) -> bool:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            head = st.decorator_list[0].lineno if st.decorator_list else st.lineno
+            body = lines_of(st.body[0].lineno, st.end_lineno or st.lineno)
+            return "lambda" in lines_of(head, st.end_lineno or st.lineno) or _INNER_DEF.search(body) is not None
+        if isinstance(st, ast.ClassDef):
+            decorators = "".join(lines[d.lineno - 1] for d in st.decorator_list)
+            return "lambda" in decorators or any(holds(b) for b in st.body)
+        seg = lines_of(st.lineno, st.end_lineno or st.lineno)
+        return "lambda" in seg or _INNER_DEF.search(seg) is not None
+
+    out: Set[str] = set()
+    for st in tree.body:
+        if not holds(st):
+            continue
+        if not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and "lambda" in lines_of(
+            st.lineno, st.end_lineno or st.lineno
+        ):
+            return None
+        for n in ast.walk(st):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+                out.add(n.func.id)
+    return out
+
+
+def constructs_project_dataset(
+    index: ProjectIndex, path: str, k: Knowledge, text: str, tree: Optional[ast.Module] = None
+) -> bool:
     """The file calls a dataset class imported from another module of the project and has a lambda
-    or a nested def (FRK201/202: passed into that constructor, which may keep it)."""
+    or a nested def (FRK201/202: passed into that constructor, which may keep it). ``tree``: the
+    file's ast (the gate's): then only the names called in the statements holding such a lambda or
+    def are resolved (``lambda_scope_calls``)."""
     if "lambda" not in text and not re.search(r"\n[ \t]+def ", text):
         return False
+    constructed = index.project_constructed(path, text)
+    if not constructed:
+        return False
+    if tree is None:  # a parse costs less than the summaries that resolving every name would make
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+    scoped = lambda_scope_calls(tree, text) if tree is not None else None
     is_base = lambda q: is_dataset_base_name(q, k)  # noqa: E731
-    for q in index.project_constructed(path, text):
+    for q in constructed:
+        if scoped is not None and q.rpartition(".")[2] not in scoped:
+            continue
         ref = index.resolve_class(q)
         if ref is not None and (is_base(ref.qname) or index.derives_from(ref.qname, is_base)):
             return True

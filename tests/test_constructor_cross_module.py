@@ -84,3 +84,81 @@ def test_without_the_project_the_file_is_quiet(tmp_path: Path) -> None:
     write(tmp_path, {"pyproject.toml": "", "cl/__init__.py": "", "cl/scenario.py": SCENARIO})
     r = forksafe(tmp_path, "cl/scenario.py", "--no-cache", "--select", "FRK201,FRK202")
     assert r.returncode == 0 and r.stdout.strip() == "", r.stdout + r.stderr
+
+
+def scoped(src: str):
+    import ast
+    import textwrap
+
+    from flake8_forksafe.index import lambda_scope_calls
+
+    text = textwrap.dedent(src)
+    got = lambda_scope_calls(ast.parse(text), text)
+    return None if got is None else sorted(got)
+
+
+def test_only_the_statements_holding_a_lambda_or_a_nested_def_are_followed() -> None:
+    """What the gate's question resolves for a file without a dataset of its own: the names called in
+    the top-level statements that hold a lambda or a def/class nested in a function (a local, a
+    ``self.x`` of another method of the class, a method returning a lambda are all in that statement);
+    every call when a module-level statement holds a lambda."""
+    src = """
+        from cl.tasks import TaskSet, describe, other
+
+
+        def plain(x):
+            '''Calls TaskSet(x) -- a class of the project, see the def and class keywords.'''
+            return TaskSet(x), describe(x)
+
+
+        class Scenario:
+            def setup(self):
+                self.label = lambda v: v
+
+            def make(self, x):
+                return TaskSet(x, target_trsf=self.label)
+
+
+        def nested(x):
+            def fmt(v):
+                return str(v)
+
+            return other(x, fmt)
+        """
+    assert scoped(src) == ["TaskSet", "other", "str"]
+    assert scoped(src.rstrip(" ") + "        SHARED = lambda v: v\n") is None  # a module-level lambda may go anywhere
+    assert scoped(src.replace("self.label = lambda v: v", "self.label = None")) == ["other", "str"]
+
+
+def test_a_call_far_from_any_lambda_is_not_resolved(tmp_path: Path) -> None:
+    """A file whose only lambda sits in another top-level function than its call of a project dataset
+    class is rejected without resolving that class; the same file with the lambda passed is checked."""
+    far = """\
+        from cl.tasks import ArrayTaskSet
+
+
+        def build(x):
+            return ArrayTaskSet(x)
+
+
+        def key(items):
+            return sorted(items, key=lambda v: -v)
+        """
+    write(tmp_path, {"pyproject.toml": "", "cl/__init__.py": "", "cl/tasks.py": TASKS, "cl/far.py": far})
+    from flake8_forksafe.config import Config
+    from flake8_forksafe.engine import gate, project_anchor
+    from flake8_forksafe.index import index_for
+
+    cfg = Config(select=("FRK201", "FRK202"))
+    path = str(tmp_path / "cl" / "far.py")
+    for text, expected in ((far, False), (far.replace("ArrayTaskSet(x)", "ArrayTaskSet(x, trsf=lambda v: v)"), True)):
+        import textwrap
+
+        text = textwrap.dedent(text)
+        (tmp_path / "cl" / "far.py").write_text(text)
+        index = index_for(path, cfg.knowledge, use_cache=False, roots={})
+        assert not gate(text, cfg).passes
+        assert project_anchor(index, path, cfg, text) is expected
+        assert ("cl.tasks" in index.summaries) is expected  # the class is resolved only when it may matter
+    r = forksafe(tmp_path, "cl/far.py", "--no-cache", "--select", "FRK201,FRK202")
+    assert [line.split(" ", 2)[1] for line in r.stdout.splitlines() if " FRK" in line] == ["FRK201"]

@@ -191,7 +191,7 @@ def check_file(
         text = decode(data, path)
         # the slicer takes its facts, and the project index the gate's tree: the file is parsed by ast once
         verdict = gate(text, cfg, keep_tree=index is not None)
-        if not verdict.passes and not project_anchor(index, path, cfg, text):
+        if not verdict.passes and not project_anchor(index, path, cfg, text, tree=verdict.tree):
             return [], None, None
         digest = None
         if cache is not None:

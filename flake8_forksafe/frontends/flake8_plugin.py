@@ -74,14 +74,16 @@ class ForkSafeChecker:
             verdict = prefilter.gate(text, k, anchors)
         else:
             verdict = prefilter.gate_tree(text, self.tree, k, anchors)
-        if not verdict.passes and "class " not in text:
-            return []  # no work: not even the project index (only a class can have a base in another module)
+        if not verdict.passes and "class " not in text and "lambda" not in text and "def " not in text:
+            return []  # no work: not even the project index (no class to have a base in another module,
+            # nothing to pass into a dataset constructor of another module)
         index = None
         if self.filename not in ("stdin", "-"):
             from flake8_forksafe.index import index_for
 
             index = index_for(self.filename, k, use_cache=False)  # per process and project
-        if not verdict.passes and not project_anchor(index, self.filename, config, text):
+        tree = self.tree if isinstance(self.tree, ast.Module) else None
+        if not verdict.passes and not project_anchor(index, self.filename, config, text, tree=tree):
             return []  # decided from the text of the modules on the way: nothing summarised
         if index is not None and isinstance(self.tree, ast.Module):
             # offered, as `forksafe check` offers the gate's: the index summarises this file from
