@@ -162,3 +162,28 @@ def test_a_call_far_from_any_lambda_is_not_resolved(tmp_path: Path) -> None:
         assert ("cl.tasks" in index.summaries) is expected  # the class is resolved only when it may matter
     r = forksafe(tmp_path, "cl/far.py", "--no-cache", "--select", "FRK201,FRK202")
     assert [line.split(" ", 2)[1] for line in r.stdout.splitlines() if " FRK" in line] == ["FRK201"]
+
+
+def test_flake8_plugin_reports_a_lambda_given_to_a_project_dataset_factory(tmp_path: Path) -> None:
+    """The same finding from the flake8 plugin for a file without a class (the plugin used to stop
+    at a rejected file without ``class ``: the CLI found it, flake8 did not)."""
+    import subprocess
+    import sys
+
+    script = """\
+        from cl.tasks import TaskSet
+
+
+        def make(x):
+            return TaskSet(x, target_trsf=lambda v: v + 1)
+        """
+    write(tmp_path, {"pyproject.toml": "", "cl/__init__.py": "", "cl/tasks.py": TASKS, "cl/make.py": script})
+    r = subprocess.run(
+        [sys.executable, "-m", "flake8", "--select", "FRK", "cl/make.py"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert r.returncode == 1, r.stderr
+    assert [line.split(" ", 2)[:2] for line in r.stdout.splitlines()] == [[f"{Path('cl/make.py')}:5:35:", "FRK201"]]
+    cli = forksafe(tmp_path, "cl/make.py", "--no-cache", "--select", "FRK")
+    assert [line.split(" ", 2)[:2] for line in cli.stdout.splitlines() if " FRK" in line] == [
+        [f"{Path('cl/make.py')}:5:35:", "FRK201"]
+    ]
