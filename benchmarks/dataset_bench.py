@@ -10,6 +10,8 @@ around the child: user + system):
 
 - a bare ``ast.parse`` loop over the files (the floor) and ``forksafe check --jobs 1 --no-cache``
   over the same files (the ratio to the floor; target <= 2.0x), and forksafe's peak RSS (< 150 MB);
+- libcst's parse alone of what ``forksafe check`` gives libcst there (the statements the slicer
+  keeps of the files the gate passes): the least the design (libcst visitors) costs;
 - the same two on torch's own installed package (target <= 0.6x);
 - ``flake8 -j 1`` with the plugin (this environment) against ``flake8 -j 1`` from an environment
   without the plugin (``--flake8-alone``, default ``benchmarks/.venv-flake8-alone/bin/flake8``, made
@@ -128,6 +130,43 @@ def measure(label: str, files: list, forksafe: str, runs: int) -> dict:
     return best
 
 
+PARSE_FLOOR = (
+    "import resource, sys, time\n"
+    "import libcst\n"
+    "from flake8_forksafe import slicing\n"
+    "from flake8_forksafe.frontends.cli import main\n"
+    "texts = []\n"
+    "reduce = slicing.reduce\n"
+    "def keep(text, *a, **k):\n"
+    "    out = reduce(text, *a, **k)\n"
+    "    texts.append(out[0])\n"
+    "    return out\n"
+    "slicing.reduce = keep\n"
+    "files = sys.stdin.read().split('\\n')\n"
+    "import contextlib, io\n"
+    "try:\n"
+    "    with contextlib.redirect_stdout(io.StringIO()):\n"
+    "        main(['check', '--jobs', '1', '--no-cache', '--exit-zero', *files])\n"
+    "except SystemExit:\n"
+    "    pass\n"
+    "def cpu():\n"
+    "    r = resource.getrusage(resource.RUSAGE_SELF)\n"
+    "    return r.ru_utime + r.ru_stime\n"
+    "t = cpu()\n"
+    "for x in texts:\n"
+    "    libcst.parse_module(x)\n"
+    "print(len(texts), sum(map(len, texts)), cpu() - t)\n"
+)
+
+
+def parse_floor(files: list) -> tuple:
+    """What the design costs at least: libcst's parse alone of the text ``forksafe check`` hands
+    libcst (the statements the slicer keeps of the files the gate passes), CPU seconds."""
+    out = subprocess.run([sys.executable, "-c", PARSE_FLOOR], input="\n".join(files), text=True,
+                         capture_output=True, check=True).stdout.split()
+    return int(out[0]), int(out[1]), float(out[2])
+
+
 def flake8_alone_env(python: str, where: Path) -> str:
     exe = where / "bin" / "flake8"
     if not exe.exists():
@@ -189,6 +228,10 @@ def main() -> int:
     print(f"dataset corpus: {len(files)} files, {sum(os.path.getsize(p) for p in files) / 1e6:.1f} MB "
           f"({', '.join(f'{n} {v}' for n, (v, _) in PINNED.items())})")
     rows = [("datasets", measure("datasets", files, ns.forksafe, ns.runs), 2.0)]
+    analysed, chars, libcst_cpu = parse_floor(files)
+    print(f"  datasets: libcst.parse_module alone over the {chars / 1e6:.1f} MB forksafe analyses "
+          f"({analysed} files the gate passes, sliced) {libcst_cpu:.2f} CPU s = "
+          f"{libcst_cpu / rows[0][1]['floor']:.2f}x the best ast.parse floor: the least a libcst analysis costs")
     if not ns.skip_torch:
         tfiles = torch_files(sys.executable)
         rows.append(("torch", measure("torch", tfiles, ns.forksafe, ns.runs), 0.6))
