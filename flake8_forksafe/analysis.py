@@ -1256,6 +1256,30 @@ class Analysis:
                 self._memo[key] = None
         return self._memo[key]
 
+    def project_function_returns(self, call: cst.Call, kind: str) -> Optional[Tuple[str, str]]:
+        """``call`` calls a function of another module of the project whose return value is of the
+        index's ``kind`` ("rng": ``get_random_range(rng, seed)`` returning the ``random.Random()`` it
+        makes): (its detail, e.g. the constructor, or ""; "name() (path:line)" of that function)."""
+        if self.index is None or isinstance(call.func, cst.Attribute) and self_attr(call.func.value) is not None:
+            return None
+        q = self.absolute(self.qualify(call.func) or "")
+        if not q or q.split(".", 1)[0] in ("torch", "numpy", "builtins", "random") or q.rpartition(".")[0] == self.module_name[0]:
+            return None
+        key = ("project_function_returns", q, kind)
+        if key not in self._memo:
+            got = None
+            try:
+                k, detail = self.index.returns(q)
+                if k == kind:
+                    fn = self.index.callable_at(q)
+                    s = self.index.summary(self.index.canonical(q).rpartition(".")[0])
+                    if fn is not None and fn[1] is None and s is not None:
+                        got = (detail, f"{fn[0].name}() ({s.path}:{fn[0].line})")
+            except RecursionError:
+                got = None
+            self._memo[key] = got
+        return self._memo[key]
+
     def project_loader_attrs(self, cls: ClassInfo) -> Dict[str, Tuple[str, str, int]]:
         """``self.X`` attributes that a base class of ``cls`` in another module of the project passes
         to a DataLoader as ``collate_fn``/``worker_init_fn`` (``num_workers`` not literally 0):

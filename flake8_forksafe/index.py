@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Seq
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import LEAF_FIELDS, _dotted, split_lines  # the gate's readers: one definition
 
-SCHEMA = 7  # bump when the summary's shape or meaning changes: old cache entries are then ignored
+SCHEMA = 8  # bump when the summary's shape or meaning changes: old cache entries are then ignored
 CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module loads the engine)
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
@@ -68,7 +68,7 @@ class Method:
     self_calls: List[str] = field(default_factory=list)
     super_init: bool = False
     base_inits: List[str] = field(default_factory=list)  # Base.__init__(self): qualified Base
-    returns: str = ""  # "", "factory:<name>", "generator", "rng", "cuda", "call:<callee>"
+    returns: str = ""  # "", "factory:<name>", "generator", "rng:<constructor>", "cuda", "call:<callee>"
     cuda: str = ""  # the first call in the body that initialises CUDA or moves data to it ("torch.cuda.current_device()")
     cuda_line: int = 0
     callees: List[str] = field(default_factory=list)  # qualified names of plain calls (project helpers followed)
@@ -235,6 +235,12 @@ class _Summariser:
             return "generator", ""
         if isinstance(value, ast.Name):
             if value.id in fn.params:
+                # a parameter the body may replace with a new object (``if rng is None: rng =
+                # random.Random()``; ``rng = rng or np.random.default_rng()``) may be that object
+                for v in reversed(fn.locals.get(value.id, [])[-4:]):
+                    k = self.kind(v, fn, depth + 1)
+                    if k[0] in ("factory", "generator", "rng", "cuda", "device"):
+                        return k
                 return "param", value.id
             vals = fn.locals.get(value.id)
             if vals:
@@ -431,7 +437,10 @@ class _Summariser:
                 if kind in ("factory", "call"):
                     m.returns = f"{kind}:{detail}"
                     break
-                if kind in ("generator", "rng", "cuda"):
+                if kind == "rng":
+                    m.returns = f"rng:{detail}" if detail else "rng"  # the constructor, for messages
+                    break
+                if kind in ("generator", "cuda"):
                     m.returns = kind
                     break
         return m

@@ -90,6 +90,7 @@ class Knowledge:
     collate_method_words: Tuple[str, ...] = ()  # dataset methods that are the loader's collate_fn
     loader_consumer_methods: FrozenSet[str] = frozenset()  # FRK401: `trainer.fit(model, dl)` iterates dl
     loader_factory_words: Tuple[str, ...] = ()  # FRK401: `x.to_dataloader(num_workers=2)` builds a loader
+    loader_factory_keywords: Tuple[str, ...] = ("num_workers",)  # ... given one of these (`workers=4`)
     lazy_pools: FrozenSet[str] = frozenset()  # FRK401: executors that start workers on first submit/map
     lazy_pool_starts: FrozenSet[str] = frozenset()
     library_classes: Dict[str, LibraryClass] = field(default_factory=dict)  # rules/libraries.toml
@@ -276,6 +277,7 @@ def _build(data: Dict[str, dict]) -> Knowledge:
         collate_method_words=tuple(w.lower() for w in datasets.get("collate_method_words", ())),
         loader_consumer_methods=frozenset(mp.get("loader_consumer_methods", ())),
         loader_factory_words=tuple(w.lower() for w in mp.get("loader_factory_words", ())),
+        loader_factory_keywords=tuple(mp.get("loader_factory_keywords", ("num_workers",))),
         lazy_pools=frozenset(mp.get("lazy_pools", ())),
         lazy_pool_starts=frozenset(mp.get("lazy_pool_starts", ())),
         library_classes=library_classes,

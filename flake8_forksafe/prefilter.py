@@ -1,8 +1,10 @@
 """Keep libcst's cost off files that cannot have a finding.
 
 Stage 1 (text): every rule needs a dataset or loader word, a ``worker_init_fn`` (or ``worker_init``),
-``__call__`` next to an RNG constructor's name (a transform), or a multiprocessing word next to an
-import of a multiprocessing module. Substring tests, no regex.
+``__call__`` next to an RNG constructor's name (a transform), a loader factory's word next to its
+workers keyword (``get_loaders(..., workers=4)``), or a multiprocessing word next to an import of a
+multiprocessing module. Substring tests (one case-insensitive search for the factory word, only in a
+text holding ``workers=``).
 
 Stage 2 (ast, only for files that pass stage 1): the CPython parser (~10x faster than libcst) and
 one walk. A file goes on to libcst when it has one of the anchors the rules start from:
@@ -107,6 +109,10 @@ def _rng_words(k: Knowledge) -> Tuple[str, ...]:
     return tuple(sorted({q.rsplit(".", 1)[-1] for q in k.rng_constructors}))
 
 
+def _loader_factory_text(k: Knowledge) -> "re.Pattern[str]":
+    return re.compile("|".join(map(re.escape, k.loader_factory_words)) or "(?!)", re.I)
+
+
 def text_gate(text: str, k: Knowledge, anchors: FrozenSet[str] = ALL_ANCHORS) -> bool:
     if anchors - MP_ANCHORS:
         for w in k.derived("prefilter.scanned_words", _scanned_words):
@@ -114,6 +120,10 @@ def text_gate(text: str, k: Knowledge, anchors: FrozenSet[str] = ALL_ANCHORS) ->
                 return True
         if LOADER_CALL in anchors and "worker_init" in text:
             return True  # ``def seed_worker_init(worker_id)``: a library's worker_init_fn (worker_init_def)
+        if LOADER_CALL in anchors and any(kw + "=" in text for kw in k.loader_factory_keywords):
+            # a loader factory given workers (``get_train_val_loaders(..., workers=4)``: call_anchor)
+            if k.derived("prefilter.loader_factory_text", _loader_factory_text).search(text):
+                return True
         # a transform keeping an RNG object (FRK601: ``Facts.makes_rng``)
         if DATASET_CLASS in anchors and "__call__" in text:
             if any(w in text for w in k.derived("prefilter.rng_words", _rng_words)):
@@ -140,6 +150,7 @@ class _Names:
         self.starters = k.pools | k.lazy_pools | k.process_classes | k.spawners | k.get_context
         self.process_classes = k.process_classes
         self.loader_factory_words = k.loader_factory_words
+        self.loader_factory_keywords = frozenset(k.loader_factory_keywords)
         self.rng_constructors = k.rng_constructors
 
     def datasetish(self, name: str) -> bool:
@@ -417,8 +428,8 @@ class Facts:
             last = q.rsplit(".", 1)[-1]
             if n.loaderish(last):
                 return "anchor"
-            if "num_workers" in c.keywords and any(w in last.lower() for w in n.loader_factory_words):
-                return "anchor"  # FRK401: `ds.to_dataloader(num_workers=2)` builds a loader
+            if c.keywords & n.loader_factory_keywords and any(w in last.lower() for w in n.loader_factory_words):
+                return "anchor"  # FRK401: `ds.to_dataloader(num_workers=2)`, `get_loaders(workers=4)` build loaders
             if last == "type" and c.type_bases is not None:  # a base may come through a name (FRK202)
                 return "type"
             if n.datasetish(last) or (last[:1].isupper() and q.startswith(n.dataset_modules)):

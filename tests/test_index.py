@@ -178,7 +178,7 @@ def test_summary_facts_and_json_round_trip() -> None:
     assert {n: f.returns for n, f in s.functions.items()} == {
         "rows": "generator",
         "names": "generator",
-        "rng": "rng",
+        "rng": "rng:numpy.random.default_rng",
         "model": "cuda",
     }
     assigns = [(a.attr, a.kind, a.detail) for a in s.classes["C"].methods["__init__"].assigns]

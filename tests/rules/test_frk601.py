@@ -511,3 +511,53 @@ def test_a_dataclass_dataset_post_init_is_parent_side():
             return self.rng.normal()
     """
     assert [(f.line, f.col) for f in check_source(textwrap.dedent(src), "ds.py", CFG)] == [(12, 19)]
+
+
+HELPER_RNG = """
+import random
+from torch.utils.data import IterableDataset
+
+def make_rng(rng=None, seed=None):
+    if rng is None:
+        rng = random.Random()
+    rng.seed(seed)
+    return rng
+
+class Stream(IterableDataset):
+    def __init__(self, seed=None):
+        self.rng = make_rng(seed=seed)
+
+    def __iter__(self):
+        yield self.rng.random()
+"""
+
+
+def test_rng_made_by_a_helper_that_replaces_its_parameter():
+    """squirrel-core's ``get_random_range(rng, seed)`` shape (session 11's holdout, seen: a miss
+    there): the helper makes ``random.Random()`` when no RNG is given and returns it. Reported at the
+    constructor in the helper; no automatic fix (the constructor is not in ``__init__``)."""
+    [f] = check_dedented(HELPER_RNG, "ds.py", CFG)
+    assert (f.code, f.line, f.fix) == ("FRK601", 7, None)
+    assert f.message.startswith(
+        "random.Random() returned by make_rng(), called in Stream.__init__, and kept in self.rng is copied into every DataLoader worker"
+    )
+    assert findings(HELPER_RNG.replace("rng = random.Random()", "rng = random")) == []
+
+
+def test_rng_made_by_a_helper_of_another_module(tmp_path):
+    """The same helper in another module of the project: reported at the call in ``__init__``, the
+    message says where the helper is."""
+    from tests.test_index import forksafe, write
+
+    helper, _, dataset = HELPER_RNG.partition("class Stream")
+    write(tmp_path, {
+        "pyproject.toml": "",
+        "pkg/__init__.py": "",
+        "pkg/rngs.py": helper,
+        "pkg/stream.py": "from torch.utils.data import IterableDataset\n\nfrom pkg.rngs import make_rng\n\n\nclass Stream" + dataset,
+    })
+    r = forksafe(tmp_path, ".", "--no-cache", "--select", "FRK601")
+    out = [line for line in r.stdout.splitlines() if " FRK" in line]
+    where = str(Path("pkg/stream.py"))
+    assert [line.split(" ", 2)[:2] for line in out] == [[f"{where}:8:20:", "FRK601"]]
+    assert f"random.Random() returned by make_rng() ({Path('pkg/rngs.py')}:5), called in Stream.__init__," in out[0]

@@ -109,7 +109,7 @@ class WorkerStarts:
     def may_start(self) -> bool:
         if any(lc.workers != "zero" for lc in self.a.loader_calls):
             return True
-        if any(keyword(site.node, "num_workers") is not None and self.loader_factory(site.node, self.ctx(site.func)) for site in self.a.calls):
+        if any(self.loader_factory(site.node, self.ctx(site.func)) for site in self.a.calls):
             return True
         k = self.k
         names = k.pools | k.lazy_pools | k.process_classes | k.spawners | k.get_context
@@ -297,7 +297,9 @@ class WorkerStarts:
             return any(self.element_is_loader(v, index, c, depth + 1) for v, c in self.values(value.value, ctx))
         if isinstance(value, cst.Call):
             target = self.callee(value, ctx)
-            if target is None or target[1] is not None or id(target[0]) in self._stack:
+            if target is None:  # a loader factory from outside the module: each element it gives
+                return self.loader_factory(value, ctx)
+            if target[1] is not None or id(target[0]) in self._stack:
                 return False
             fn = target[0]
             inner = self.ctx(fn, self.bind(fn, value, ctx, False))
@@ -408,13 +410,13 @@ class WorkerStarts:
 
     def loader_factory(self, call: cst.Call, ctx: Ctx) -> bool:
         """A call from outside the module that builds a DataLoader with workers: its name contains a
-        ``loader_factory_words`` word and it is given ``num_workers=`` that is not 0
-        (``training.to_dataloader(batch_size=128, num_workers=2)``)."""
+        ``loader_factory_words`` word and it is given one of ``loader_factory_keywords`` (``num_workers=``,
+        ``workers=``) that is not 0 (``training.to_dataloader(batch_size=128, num_workers=2)``)."""
         f = call.func
         name = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else ""
         if not any(w in name.lower() for w in self.k.loader_factory_words):
             return False
-        arg = keyword(call, "num_workers")
+        arg = next((a for a in (keyword(call, kw) for kw in self.k.loader_factory_keywords) if a is not None), None)
         if arg is None or self.int_of(arg.value, ctx) == 0:
             return False
         return not self.forked(call, ctx)

@@ -44,6 +44,7 @@ from flake8_forksafe.analysis import (
     dotted,
     keyword,
     positional,
+    returned_values,
     self_attr,
     string_value,
 )
@@ -81,6 +82,9 @@ class KeptRng:
     expr: cst.Call  # the whole RNG expression: the ctor, or `torch.Generator().manual_seed(s)`
     direct: bool  # the assigned value is ``expr`` itself
     container: bool
+    # made by a function that returns it: "get_rng()" (this module: ``ctor`` is the constructor call
+    # in it), "get_rng() (path:line)" (another module of the project: ``ctor`` is the call of it here)
+    helper: str = ""
 
 
 def ctor_of(a: Analysis, call: cst.Call) -> Optional[str]:
@@ -104,21 +108,48 @@ def rng_source(a: Analysis, expr: Optional[cst.BaseExpression], fn: FuncInfo, de
             q = ctor_of(a, f.value)
             if q == "torch.Generator":
                 return f.value, q, expr, True
-        return None
+        return helper_rng(a, expr, fn, depth)
     if isinstance(expr, (cst.IfExp, cst.BooleanOperation)):
         # `rng if rng is not None else np.random.default_rng(seed)`, `rng or default_rng(seed)`:
         # either branch may be the one that runs, and the constructor one makes the RNG here
         for part in (expr.body, expr.orelse) if isinstance(expr, cst.IfExp) else (expr.left, expr.right):
             hit = rng_source(a, part, fn, depth + 1)
             if hit is not None:
-                return hit[0], hit[1], hit[2], False
+                return (hit[0], hit[1], hit[2], False, *hit[4:])
         return None
     if isinstance(expr, cst.Name):
         for v in a.local_values(expr.value, fn):
             hit = rng_source(a, v, fn, depth + 1)
             if hit is not None:
-                return hit[0], hit[1], hit[2], False
+                return (hit[0], hit[1], hit[2], False, *hit[4:])
     return None
+
+
+def helper_rng(a: Analysis, call: cst.Call, fn: FuncInfo, depth: int):
+    """A call of a function that returns an RNG it makes (``get_random_range(rng, seed)`` whose body
+    is ``if rng is None: rng = random.Random() ... return rng``): a same-module function (the
+    constructor call inside it, as ``rng_source`` gives it), or one of another module of the project
+    (the project index: this call, and where that function is, as a fourth item)."""
+    f = call.func
+    target: Optional[FuncInfo] = None
+    if isinstance(f, cst.Name) and f.value not in a.aliases:
+        target = a.function_named(f.value, fn)
+    elif isinstance(f, cst.Attribute) and fn.self_name and self_attr(f, fn.self_name):
+        cls = a.owner_class(fn)
+        target = a.resolve_method(cls, f.attr.value) if cls is not None else None
+    if target is not None:
+        if target is fn or target.is_generator:
+            return None
+        for value in returned_values(target):
+            hit = rng_source(a, value, target, depth + 1)
+            if hit is not None:
+                return hit[0], hit[1], hit[2], False, hit[4] if len(hit) > 4 else f"{target.name}()"
+        return None
+    got = a.project_function_returns(call, "rng")
+    if got is None:
+        return None
+    ctor, where = got
+    return call, ctor, call, False, where
 
 
 def kept_rngs(a: Analysis, sa: SelfAssign, fn: FuncInfo) -> List[KeptRng]:
@@ -128,12 +159,13 @@ def kept_rngs(a: Analysis, sa: SelfAssign, fn: FuncInfo) -> List[KeptRng]:
         return []
     hit = rng_source(a, value, fn)
     if hit is not None:
-        return [KeptRng(hit[0], hit[1], hit[2], hit[3] and sa.kind == "assign", sa.kind == "container")]
+        helper = hit[4] if len(hit) > 4 else ""
+        return [KeptRng(hit[0], hit[1], hit[2], hit[3] and sa.kind == "assign", sa.kind == "container", helper)]
     out = []
     for el in container_elements(value) or []:
         hit = rng_source(a, el, fn)
         if hit is not None:
-            out.append(KeptRng(hit[0], hit[1], hit[2], False, True))
+            out.append(KeptRng(hit[0], hit[1], hit[2], False, True, hit[4] if len(hit) > 4 else ""))
     return out
 
 
