@@ -1056,10 +1056,12 @@ class Analysis:
             return ""  # what its own methods keep on self holds no call: no handle (nor the summary asked)
         if self.index.holder(q) is None:
             return ""
-        got = self.index.keepers(q)
-        if got is None:
+        found = self.index.holder_keepers(q)
+        if found is None:
             return ""
-        ds, attr, path, line, via = got
+        (ds, attr, path, line, via), sub = found
+        if sub:
+            return f"dataset {ds} keeps objects of its subclass {sub} in self.{attr}, {path}:{line}"
         if via:
             return f"dataset {ds} keeps {via} objects, which keep its objects, in self.{attr}, {path}:{line}"
         return f"dataset {ds} keeps its objects in self.{attr}, {path}:{line}"

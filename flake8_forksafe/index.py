@@ -2126,6 +2126,24 @@ class ProjectIndex:
         self._memo[key] = found
         return found
 
+    def holder_keepers(self, holder: str) -> Optional[Tuple[Tuple[str, str, str, int, str], str]]:
+        """``keepers`` of the class ``holder``, or else of a subclass of it in its module that keeps
+        the same handle through the inherited ``__init__`` (slideflow's datasets keep
+        ``IndexedExampleIterator`` objects, whose base ``IndexedTFRecordIterator.__init__`` opens the
+        file): (what ``keepers`` gives, that subclass's name or "")."""
+        got = self.keepers(holder)
+        if got is not None:
+            return got, ""
+        mod = holder.rpartition(".")[0]
+        s = self.summary(mod) if mod else None
+        for name, c in (s.classes.items() if s is not None else ()):
+            sub = f"{mod}.{name}"
+            if sub != holder and holder in c.bases and self.holder(sub) is not None:
+                got = self.keepers(sub)
+                if got is not None:
+                    return got, name
+        return None
+
     def _keeping(self, cq: str, holder: str) -> Optional[Tuple[str, str, int]]:
         """Where the class ``cq`` keeps instances of ``holder`` on ``self`` in the methods its
         ``__init__`` reaches: (attribute, path, line), or None."""
@@ -2452,7 +2470,7 @@ def has_kept_holder(index: ProjectIndex, path: str, k: Knowledge, text: str) -> 
         if not any(a.kind in ("factory", "call") for m in c.methods.values() for a in m.assigns):
             continue  # its own methods keep no handle (nor a call's result that may be one)
         q = f"{s.module}.{name}" if s.module else name
-        if index.holder(q) is not None and index.keepers(q) is not None:
+        if index.holder(q) is not None and index.holder_keepers(q) is not None:
             return True
     return False
 
