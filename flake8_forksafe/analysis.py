@@ -904,6 +904,8 @@ class Analysis:
         if not qname:
             return False
         k = self.knowledge
+        if k.not_a_loader(qname):
+            return False
         if qname in k.loaders or qname.rsplit(".", 1)[-1] in k.loaders:
             return True
         last = qname.rsplit(".", 1)[-1]
@@ -931,6 +933,8 @@ class Analysis:
 
     def _loader_qname(self, q: str) -> bool:
         k = self.knowledge
+        if k.not_a_loader(q):
+            return False
         last = q.rsplit(".", 1)[-1]
         return q in k.loaders or any(last.endswith(s) for s in k.loader_suffixes)
 

@@ -96,6 +96,7 @@ class Knowledge:
     library_classes: Dict[str, LibraryClass] = field(default_factory=dict)  # rules/libraries.toml
     not_datasets: FrozenSet[str] = frozenset()  # look-alike `...Dataset` classes that are not torch datasets
     not_dataset_modules: Tuple[str, ...] = ()  # modules none of whose classes is a torch dataset
+    not_loader_modules: Tuple[str, ...] = ()  # modules whose *DataLoader classes are not torch's
     unpicklable_fork_safe: FrozenSet[str] = frozenset()  # of ``unpicklable``: a fork copy is harmless
     generator_functions: FrozenSet[str] = frozenset()  # calls returning a generator/iterator (FRK203)
     generator_methods: FrozenSet[str] = frozenset()  # pathlib-like methods returning one, on any non-module receiver
@@ -112,6 +113,10 @@ class Knowledge:
         except KeyError:
             value = self._derived[key] = make(self)
             return value
+
+    def not_a_loader(self, qname: str) -> bool:
+        """``qname`` (resolved through imports) is another framework's loader (``paddle.io.DataLoader``)."""
+        return qname not in self.loaders and any(qname.startswith(m + ".") for m in self.not_loader_modules)
 
     def not_a_dataset(self, qname: str) -> bool:
         """``qname`` (resolved through imports) names another library's look-alike: ``xarray.Dataset``,
@@ -283,6 +288,7 @@ def _build(data: Dict[str, dict]) -> Knowledge:
         library_classes=library_classes,
         not_datasets=frozenset(libs.get("not_datasets", ())),
         not_dataset_modules=tuple(libs.get("not_dataset_modules", ())),
+        not_loader_modules=tuple(libs.get("not_loader_modules", ())),
         unpicklable_fork_safe=frozenset(o["name"] for o in unpick["object"] if o.get("fork_safe", False)),
         generator_functions=frozenset(libs.get("generator_functions", ())),
         generator_methods=frozenset(libs.get("generator_methods", ())),

@@ -162,3 +162,31 @@ def test_squirrel_composables_are_dataset_stages():
         """
     assert codes(src) == [("FRK601", 8)]
     assert codes(src.replace("from squirrel.iterstream import Composable", "from mylib import Composable")) == []
+
+
+def test_another_frameworks_dataloader_is_not_a_torch_loader():
+    """``paddle.io.DataLoader(..., collate_fn=lambda ...)`` starts no torch workers (deepmd-kit's paddle
+    backend, session 11's last holdout, seen: a false alarm there); torch's is still reported."""
+    src = """
+        import paddle
+        from torch.utils.data import DataLoader
+
+        def build(ds, n):
+            a = paddle.io.DataLoader(ds, num_workers=n, collate_fn=lambda b: b)
+            b = DataLoader(ds, num_workers=n, collate_fn=lambda b: b)
+            return a, b
+        """
+    assert codes(src, Config(select=("FRK201",))) == [("FRK201", 7)]
+    paddle_dataset = """
+        import paddle
+
+        class Set(paddle.io.Dataset):
+            def __init__(self, items):
+                class LazyIter:
+                    pass
+                self.iters = [LazyIter() for _ in items]
+
+            def __getitem__(self, i):
+                return self.iters[i]
+        """
+    assert codes(paddle_dataset) == []  # paddle.io.Dataset is not a torch dataset either
