@@ -1262,6 +1262,21 @@ class Analysis:
                 self._memo[key] = None
         return self._memo[key]
 
+    def called_helper(self, call: cst.Call, fn: FuncInfo) -> Optional[FuncInfo]:
+        """The same-module function (``open_env(p)``) or method of ``fn``'s class (``self._open()``)
+        that ``call`` in ``fn`` names, when it is not ``fn`` itself nor a generator; else None."""
+        target: Optional[FuncInfo] = None
+        f = call.func
+        if isinstance(f, cst.Name) and f.value not in self.aliases:
+            target = self.function_named(f.value, fn)
+        elif isinstance(f, cst.Attribute) and fn.self_name and self_attr(f, fn.self_name):
+            cls = self.owner_class(fn)
+            if cls is not None:
+                target = self.resolve_method(cls, f.attr.value)
+        if target is None or target is fn or target.is_generator:
+            return None
+        return target
+
     def project_function_returns(self, call: cst.Call, kind: str) -> Optional[Tuple[str, str]]:
         """``call`` calls a function of another module of the project whose return value is of the
         index's ``kind`` ("rng": ``get_random_range(rng, seed)`` returning the ``random.Random()`` it
@@ -1269,8 +1284,10 @@ class Analysis:
         if self.index is None or isinstance(call.func, cst.Attribute) and self_attr(call.func.value) is not None:
             return None
         q = self.absolute(self.qualify(call.func) or "")
-        if not q or q.split(".", 1)[0] in ("torch", "numpy", "builtins", "random") or q.rpartition(".")[0] == self.module_name[0]:
+        if not q or q.split(".", 1)[0] in ("torch", "numpy", "builtins", "random"):
             return None
+        if q.rpartition(".")[0] == self.module_name[0]:
+            return None  # same module: ``called_helper`` follows it
         key = ("project_function_returns", q, kind)
         if key not in self._memo:
             got = None

@@ -70,8 +70,8 @@ def project_anchor(
     the pre-filter, which sees one file, cannot know. The holder question matters only for a file the
     gate rejects (``check_source`` analyses such a file whole); it summarises the file itself, so a
     caller asking about a file that passes the gate leaves it out. ``tree``: the file's ast when the
-    caller has it (the gate's, flake8's): the constructor question then looks only at the calls near
-    a lambda or a nested def."""
+    caller has it (the gate's, flake8's): the constructor question, which looks only at the calls
+    near a lambda or a nested def, does not parse the file again."""
     if index is None:
         return False
     from flake8_forksafe.index import constructs_project_dataset, has_project_dataset
@@ -335,9 +335,8 @@ def check_source(
         from flake8_forksafe.notebook import is_jupytext
 
         interactive = is_jupytext(text)
-    tree = getattr(verdict, "tree", None)
-    if index is not None and tree is not None:  # the analysis may ask the index about this very file
-        index.offer_tree(path, tree, text)
+    if index is not None and gate_tree is not None:  # the analysis may ask the index about this very file
+        index.offer_tree(path, gate_tree, text)
         verdict.tree = None
     try:
         a = analyse(analysed, config, path, index, interactive, parser)
@@ -345,9 +344,9 @@ def check_source(
         plan_on_whole = plan_on_whole and a.reduced
         found = run_rules(a, [r for r in rules if not _plans_whole_module(r)] if plan_on_whole else rules)
     finally:
-        if index is not None and tree is not None:
+        if index is not None and gate_tree is not None:
             index.offer_tree(None)
-            del tree
+            del gate_tree
     try:
         return _located(a, found, rules, text, config, path, index, interactive, noqa, line_map, parser, plan_on_whole)
     finally:

@@ -2392,17 +2392,20 @@ def lambda_scope_calls(tree: ast.Module, text: str) -> Optional[Set[str]]:
         if isinstance(st, ast.ClassDef):
             decorators = "".join(lines[d.lineno - 1] for d in st.decorator_list)
             return "lambda" in decorators or any(holds(b) for b in st.body)
-        seg = lines_of(st.lineno, st.end_lineno or st.lineno)
+        seg = lines_of(st.lineno, st.end_lineno or st.lineno)  # a statement of a class body
         return "lambda" in seg or _INNER_DEF.search(seg) is not None
 
     out: Set[str] = set()
     for st in tree.body:
-        if not holds(st):
-            continue
-        if not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and "lambda" in lines_of(
-            st.lineno, st.end_lineno or st.lineno
-        ):
-            return None
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if not holds(st):
+                continue
+        else:
+            seg = lines_of(st.lineno, st.end_lineno or st.lineno)
+            if "lambda" in seg:
+                return None
+            if _INNER_DEF.search(seg) is None:
+                continue
         for n in ast.walk(st):
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
                 out.add(n.func.id)
@@ -2413,9 +2416,9 @@ def constructs_project_dataset(
     index: ProjectIndex, path: str, k: Knowledge, text: str, tree: Optional[ast.Module] = None
 ) -> bool:
     """The file calls a dataset class imported from another module of the project and has a lambda
-    or a nested def (FRK201/202: passed into that constructor, which may keep it). ``tree``: the
-    file's ast (the gate's): then only the names called in the statements holding such a lambda or
-    def are resolved (``lambda_scope_calls``)."""
+    or a nested def (FRK201/202: passed into that constructor, which may keep it). Only the names
+    called in the statements holding such a lambda or def are resolved (``lambda_scope_calls``);
+    ``tree``: the file's ast when the caller has it (the gate's, flake8's), else it is parsed here."""
     if "lambda" not in text and not re.search(r"\n[ \t]+def ", text):
         return False
     constructed = index.project_constructed(path, text)

@@ -109,8 +109,10 @@ def _rng_words(k: Knowledge) -> Tuple[str, ...]:
     return tuple(sorted({q.rsplit(".", 1)[-1] for q in k.rng_constructors}))
 
 
-def _loader_factory_text(k: Knowledge) -> "re.Pattern[str]":
-    return re.compile("|".join(map(re.escape, k.loader_factory_words)) or "(?!)", re.I)
+def _loader_factory_text(k: Knowledge) -> Tuple[Tuple[str, ...], "re.Pattern[str]"]:
+    """(``workers=``-like keywords as written, the factory words' case-insensitive pattern)."""
+    keys = tuple(kw + "=" for kw in k.loader_factory_keywords)
+    return keys, re.compile("|".join(map(re.escape, k.loader_factory_words)) or "(?!)", re.I)
 
 
 def text_gate(text: str, k: Knowledge, anchors: FrozenSet[str] = ALL_ANCHORS) -> bool:
@@ -120,9 +122,10 @@ def text_gate(text: str, k: Knowledge, anchors: FrozenSet[str] = ALL_ANCHORS) ->
                 return True
         if LOADER_CALL in anchors and "worker_init" in text:
             return True  # ``def seed_worker_init(worker_id)``: a library's worker_init_fn (worker_init_def)
-        if LOADER_CALL in anchors and any(kw + "=" in text for kw in k.loader_factory_keywords):
+        if LOADER_CALL in anchors:
             # a loader factory given workers (``get_train_val_loaders(..., workers=4)``: call_anchor)
-            if k.derived("prefilter.loader_factory_text", _loader_factory_text).search(text):
+            keys, words = k.derived("prefilter.loader_factory_text", _loader_factory_text)
+            if any(kw in text for kw in keys) and words.search(text):
                 return True
         # a transform keeping an RNG object (FRK601: ``Facts.makes_rng``)
         if DATASET_CLASS in anchors and "__call__" in text:

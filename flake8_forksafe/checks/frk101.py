@@ -62,15 +62,15 @@ def parent_kept_handles(a: Analysis, cls: ClassInfo) -> List[Kept]:
                     continue  # opened at module level (FRK102) or lazily (FRK103)
                 if not k.container and (released_in(parent, sa.attr) or closed_by_with(parent, sa.attr)):
                     continue
-                if getstate_leaves_out(a, cls, sa.attr) and (
-                    reopens_per_process(a, cls, sa.attr)
-                    # spawn: the unpickled copy reopens it; fork: workers never touch the inherited
-                    # handle (os.open only to build a read-only mmap the workers read)
-                    or (recreated_on_unpickle(a, cls, sa.attr) and not worker_uses_attr(a, cls, sa.attr))
+                if getstate_leaves_out(a, cls, sa.attr) and reopens_per_process(a, cls, sa.attr):
+                    continue
+                # spawn: the unpickled copy makes it anew, itself or one object away (the datasets
+                # keeping the reader rebuild it); fork: workers never touch the inherited handle
+                # (opened only to build a read-only mmap the workers read)
+                if not worker_uses_attr(a, cls, sa.attr) and (
+                    _rebuilt_on_unpickle(a, cls, sa.attr) or _keepers_rebuild(a, cls)
                 ):
                     continue
-                if _keepers_rebuild(a, cls) and not worker_uses_attr(a, cls, sa.attr):
-                    continue  # the same, one object away: the datasets keeping it rebuild it on unpickling
                 out.append(Kept(cls, fn, sa, k, a.kept_by.get(id(cls), "")))
     return out
 
@@ -80,7 +80,12 @@ def _keepers_rebuild(a: Analysis, cls: ClassInfo) -> bool:
     of them leaves that attribute out of its pickled state and makes it anew in ``__setstate__``
     (megatron's ``IndexedDataset.bin_reader``, a reader that opens its file only to memory-map it)."""
     keepers = a.kept_in.get(id(cls))
-    return bool(keepers) and all(getstate_leaves_out(a, k, attr) and recreated_on_unpickle(a, k, attr) for k, attr in keepers)
+    return bool(keepers) and all(_rebuilt_on_unpickle(a, k, attr) for k, attr in keepers)
+
+
+def _rebuilt_on_unpickle(a: Analysis, cls: ClassInfo, attr: str) -> bool:
+    """Pickling ``cls`` leaves ``self.attr`` out and ``__setstate__`` makes it anew."""
+    return getstate_leaves_out(a, cls, attr) and recreated_on_unpickle(a, cls, attr)
 
 
 def _closed_local(fn: FuncInfo, value: cst.BaseExpression) -> bool:

@@ -20,6 +20,7 @@ from flake8_forksafe.analysis import (
     factory_of,
     handle_source,
     push_children,
+    returned_values,
     self_attr,
     string_value,
 )
@@ -320,37 +321,13 @@ class SelfAttrNodes(cst.CSTVisitor):
             self.nodes.append(node)
 
 
-class _Returns(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.values: List[cst.BaseExpression] = []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Return(self, node: cst.Return) -> None:
-        if node.value is not None:
-            self.values.append(node.value)
-
-
 def returned_handle(a: Analysis, call: cst.Call, fn: FuncInfo):
     """``(factory call, factory)`` when ``call`` is a same-module helper (``open_env(p)``,
     ``self._open_env()``) whose return value is a handle; else None."""
-    target: Optional[FuncInfo] = None
-    f = call.func
-    if isinstance(f, cst.Name) and f.value not in a.aliases:
-        target = a.function_named(f.value, fn)
-    elif isinstance(f, cst.Attribute) and fn.self_name and self_attr(f, fn.self_name):
-        cls = a.owner_class(fn)
-        if cls is not None:
-            target = a.resolve_method(cls, f.attr.value)
-    if target is None or target is fn or target.is_generator:
+    target = a.called_helper(call, fn)
+    if target is None:
         return None
-    v = _Returns()
-    target.node.body.visit(v)
-    for value in v.values:
+    for value in returned_values(target):
         hit = handle_source(a, value, target)
         if hit is not None:
             return hit[0], hit[1]

@@ -130,16 +130,8 @@ def helper_rng(a: Analysis, call: cst.Call, fn: FuncInfo, depth: int):
     is ``if rng is None: rng = random.Random() ... return rng``): a same-module function (the
     constructor call inside it, as ``rng_source`` gives it), or one of another module of the project
     (the project index: this call, and where that function is, as a fourth item)."""
-    f = call.func
-    target: Optional[FuncInfo] = None
-    if isinstance(f, cst.Name) and f.value not in a.aliases:
-        target = a.function_named(f.value, fn)
-    elif isinstance(f, cst.Attribute) and fn.self_name and self_attr(f, fn.self_name):
-        cls = a.owner_class(fn)
-        target = a.resolve_method(cls, f.attr.value) if cls is not None else None
+    target = a.called_helper(call, fn)
     if target is not None:
-        if target is fn or target.is_generator:
-            return None
         for value in returned_values(target):
             hit = rng_source(a, value, target, depth + 1)
             if hit is not None:
