@@ -74,14 +74,15 @@ def project_anchor(
     near a lambda or a nested def, does not parse the file again."""
     if index is None:
         return False
-    from flake8_forksafe.index import constructs_project_dataset, has_project_dataset
+    from flake8_forksafe.index import constructs_project_dataset, has_project_dataset, returns_kept_callable
 
     if "class " in text and has_project_dataset(index, path, config.knowledge, text):
         return True
-    if (config.is_enabled("FRK201", True) or config.is_enabled("FRK202", True)) and constructs_project_dataset(
-        index, path, config.knowledge, text, tree
-    ):
-        return True
+    if config.is_enabled("FRK201", True) or config.is_enabled("FRK202", True):
+        if constructs_project_dataset(index, path, config.knowledge, text, tree):
+            return True
+        if returns_kept_callable(index, path, text, tree):
+            return True
     return holders and "class " in text and holder_anchor(index, path, config, text)
 
 

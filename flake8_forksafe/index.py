@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Seq
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import LEAF_FIELDS, _dotted, split_lines  # the gate's readers: one definition
 
-SCHEMA = 8  # bump when the summary's shape or meaning changes: old cache entries are then ignored
+SCHEMA = 9  # bump when the summary's shape or meaning changes: old cache entries are then ignored
 CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module loads the engine)
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
@@ -379,12 +379,20 @@ class _Summariser:
                             kind, detail = "other", ""
                         else:
                             kind, detail = self.kind(v, fn)
-                            if not isinstance(v, ast.Constant) and len(m.keeps) < 32:
-                                for e in self.produced(v, fn):
-                                    m.keeps.append(f"{t.attr}:{n.lineno}:{e}")
+                            self.keep(m, t.attr, n.lineno, v, fn)
                         m.assigns.append(Assign(t.attr, n.lineno, kind, detail))
+                    elif self_name and _self_attr(t.value if isinstance(t, ast.Subscript) else None, self_name):
+                        self.keep(m, t.value.attr, n.lineno, n.value, fn)  # type: ignore[union-attr]
             elif isinstance(n, ast.Call):
                 f = n.func
+                if (  # `self.dbs.append(self.connect_db(p))`: the container on self keeps it too
+                    self_name
+                    and isinstance(f, ast.Attribute)
+                    and f.attr in _FILLS
+                    and _self_attr(f.value, self_name)
+                    and len(n.args) > _FILLS[f.attr]
+                ):
+                    self.keep(m, f.value.attr, n.lineno, n.args[_FILLS[f.attr]], fn)  # type: ignore[attr-defined]
                 own = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == self_name
                 q = None if own else self.qualify(_dotted(f))
                 if self_name:
@@ -444,6 +452,13 @@ class _Summariser:
                     m.returns = kind
                     break
         return m
+
+    def keep(self, m: Method, attr: str, line: int, v: ast.AST, fn: "_Fn") -> None:
+        """``Method.keeps`` entries for the value ``v`` kept in ``self.<attr>`` (assigned, or put
+        into a container there)."""
+        if not isinstance(v, ast.Constant) and len(m.keeps) < 32:
+            for e in self.produced(v, fn):
+                m.keeps.append(f"{attr}:{line}:{e}")
 
     def sources(self, e: Optional[ast.AST], fn: "_Fn", depth: int = 0) -> Set[str]:
         """The parameters and ``self.X`` attributes whose value ``e`` may be as a device: the name
@@ -637,6 +652,11 @@ _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exceptio
 # container methods that put a value into a local container (the libcst side's CONTAINER_METHODS, less
 # ``__setitem__``): the position of the value (or of the iterable / mapping whose values go in:
 # ``extend``, ``update``) among the arguments
+def _self_attr(e: Optional[ast.AST], self_name: str) -> bool:
+    """``e`` is ``self.<attr>``."""
+    return isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == self_name
+
+
 _FILLS = {"append": 0, "add": 0, "extend": 0, "update": 0, "insert": 1, "setdefault": 1}
 
 
@@ -2063,7 +2083,42 @@ class ProjectIndex:
         self._memo[key] = out
         return out
 
-    def keepers(self, holder: str, depth: int = 0) -> Optional[Tuple[str, str, str, int, str]]:
+    def results(self, callee: str, cls: Optional[str] = None, depth: int = 0) -> FrozenSet[str]:
+        """The project callables whose return values a call of ``callee`` may give: the callable
+        itself (qualified: ``mod.f``, ``mod.Class.m``) and, followed through ``Method.makes``, the
+        ones whose results it returns (``def build(mode): return make(mode)``)."""
+        key = ("results", f"{callee}|{cls or ''}")
+        if key in self._memo:
+            return self._memo[key]  # type: ignore[return-value]
+        self._memo[key] = frozenset()  # a cycle gives nothing
+        out: Set[str] = set()
+        if depth <= 8:
+            got: Optional[Tuple[Optional[Method], Optional[str]]] = None
+            if callee.startswith(("self.", "cls.")) and cls:
+                ref = self.resolve_method(cls, callee.split(".", 1)[1])
+                if ref is not None:
+                    got = (self.method(ref), ref.cls)
+                    out.add(f"{ref.cls}.{ref.name}")
+            elif self.resolve_class(self.canonical(callee)) is None:
+                got = self.callable_at(callee)
+                if got is not None:
+                    out.add(self.canonical(callee))
+            if got is not None and got[0] is not None:
+                for e in got[0].makes:
+                    kind, _, what = e.partition(":")
+                    if kind == "call":
+                        out |= self.results(what, got[1], depth + 1)
+        self._memo[key] = frozenset(out)
+        return self._memo[key]  # type: ignore[return-value]
+
+    def callable_keepers(self, fq: str) -> Optional[Tuple[str, str, str, int, str]]:
+        """A dataset of the project that keeps on ``self`` what the project function (or static /
+        class method) ``fq`` returns, called on the parent side, directly or through functions
+        returning its result (clean-fid: ``ResizeDataset.__init__`` keeps ``build_resizer(mode)``,
+        which returns a lambda or ``make_resizer(...)``'s local function): what ``keepers`` gives."""
+        return self.keepers(fq, kind="callable")
+
+    def keepers(self, holder: str, depth: int = 0, kind: str = "class") -> Optional[Tuple[str, str, str, int, str]]:
         """A dataset of the project that keeps instances of the class ``holder`` (made on the parent
         side: in the methods its ``__init__`` reaches, possibly through project functions that build
         them, in a container too), directly or through objects of another class that keep them the
@@ -2072,7 +2127,7 @@ class ProjectIndex:
         assignment, the class in between or ""), or None. Only the modules that name the holder, or
         a callable found to return its objects, as a word are read, and in them only the callables
         and classes whose summaries name one of those."""
-        key = ("keepers", holder)
+        key = ("keepers", holder, kind)
         if key in self._memo:
             return self._memo[key]  # type: ignore[return-value]
         self._memo[key] = None
@@ -2085,6 +2140,11 @@ class ProjectIndex:
 
         def names(entries: Iterable[str]) -> bool:
             return any(e.rsplit(".", 1)[-1] in known for e in entries)
+
+        def gives(callee: str, cls: Optional[str]) -> bool:  # a call of callee may give the holder
+            if kind == "callable":
+                return holder in self.results(callee, cls)
+            return holder in self.instances(callee, cls) or holder in self.objects(callee, cls, 0)
 
         for _ in range(8):
             if found is not None or not new:
@@ -2105,21 +2165,19 @@ class ProjectIndex:
             for s in mods.values():
                 for fname, f in s.functions.items():
                     fq = f"{s.module}.{fname}"
-                    if fname not in known and names(f.makes) and (holder in self.instances(fq) or holder in self.objects(fq, None, 0)):
+                    if fname not in known and names(f.makes) and gives(fq, None):
                         new.add(fname)
                 for c in s.classes.values():
                     cq = f"{s.module}.{c.name}" if s.module else c.name
                     for mname, mm in c.methods.items():
                         mq = f"{cq}.{mname}"
-                        if mname not in known and mname != "__init__" and names(mm.makes) and (
-                            holder in self.instances(mq) or holder in self.objects(mq, cq, 0)
-                        ):
+                        if mname not in known and mname != "__init__" and names(mm.makes) and gives(mq, cq):
                             new.add(mname)
                     if found is None and cq != holder and any(names(mm.keeps) for mm in c.methods.values()):
                         if self.derives_from(cq, lambda b: is_dataset_base_name(b, self.k)):
-                            site = self._keeping(cq, holder)
+                            site = self._keeping(cq, holder, kind)
                             found = (c.name, *site, "") if site else None
-                        elif depth < 2 and self._keeping(cq, holder) is not None:
+                        elif depth < 2 and self._keeping(cq, holder, kind) is not None:
                             outer = self.keepers(cq, depth + 1)  # a holder of holders
                             found = (*outer[:4], outer[4] or c.name) if outer else None
             known |= new
@@ -2144,15 +2202,16 @@ class ProjectIndex:
                     return got, name
         return None
 
-    def _keeping(self, cq: str, holder: str) -> Optional[Tuple[str, str, int]]:
-        """Where the class ``cq`` keeps instances of ``holder`` on ``self`` in the methods its
-        ``__init__`` reaches: (attribute, path, line), or None."""
+    def _keeping(self, cq: str, holder: str, kind: str = "class") -> Optional[Tuple[str, str, int]]:
+        """Where the class ``cq`` keeps instances of ``holder`` (``kind`` "callable": what the
+        callable ``holder`` returns) on ``self`` in the methods its ``__init__`` reaches: (attribute,
+        path, line), or None."""
         for ref in self.init_reach(cq):
             m = self.method(ref)
             for kp in m.keeps if m else ():
                 attr, line, entry = kp.split(":", 2)
-                kind, _, what = entry.partition(":")
-                if kind == "call" and holder in self.instances(what, cq):
+                how, _, what = entry.partition(":")
+                if how == "call" and holder in (self.results(what, cq) if kind == "callable" else self.instances(what, cq)):
                     return (attr, ref.path, int(line))
         return None
 
@@ -2438,6 +2497,61 @@ def constructs_project_dataset(
         if ref is not None and (is_base(ref.qname) or index.derives_from(ref.qname, is_base)):
             return True
         if ref is None and index.dataset_factory(q, is_base) is not None:
+            return True
+    return False
+
+
+def returned_callables(tree: ast.Module) -> List[str]:
+    """The functions of the module (``f``) and methods of its classes (``C.m``) that may return a
+    lambda or a function or class they define, themselves or by returning what another such
+    function of the module returns (``def build(mode): return make(mode)``), read from the ast."""
+    found: Dict[str, bool] = {}
+    units: List[Tuple[str, ast.AST]] = []
+    for st in tree.body:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            units.append((st.name, st))
+        elif isinstance(st, ast.ClassDef):
+            units += [
+                (f"{st.name}.{b.name}", b)
+                for b in st.body
+                if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name != "__init__"
+            ]
+    returns: Dict[str, List[ast.AST]] = {}
+    for name, fn in units:
+        inner = {n.name for n in ast.walk(fn) if n is not fn and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        values = [n.value for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None]
+        returns[name] = values
+        found[name] = any(isinstance(v, ast.Lambda) or (isinstance(v, ast.Name) and v.id in inner) for v in values)
+    for _ in range(3):  # what another function of the module returns, a few calls deep
+        for name, values in returns.items():
+            if not found[name]:
+                for v in values:
+                    if isinstance(v, ast.Call):
+                        callee = _dotted(v.func) or ""
+                        if found.get(callee) or found.get(callee.partition(".")[2]):  # f(), self.m(), C.m()
+                            found[name] = True
+    return [name for name, yes in found.items() if yes]
+
+
+def returns_kept_callable(
+    index: ProjectIndex, path: str, text: str, tree: Optional[ast.Module] = None
+) -> bool:
+    """A function or method of the file returns a lambda or a local function or class, and a
+    dataset of another module of the project keeps what it returns (FRK201/202 report the lambda
+    or def here: ``ProjectIndex.callable_keepers``)."""
+    if "return" not in text or ("lambda" not in text and not re.search(r"\n[ \t]+(?:async[ \t]+)?(?:def|class) ", text)):
+        return False
+    module = index.module_for(path)[0]
+    if not module or index.holder_search_too_big(module):
+        return False
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+    for name in returned_callables(tree):
+        cls, _, fn = name.rpartition(".")
+        if not fn.startswith("__") and index.callable_keepers(f"{module}.{name}") is not None:
             return True
     return False
 

@@ -440,3 +440,71 @@ def test_holder_whose_subclass_a_dataset_keeps(tmp_path: Path) -> None:
     ) in out[0]
     own_init = SUBCLASS_READER.replace("super().__init__(path)", "self.path = path")
     assert _run(tmp_path, {**files, "records/reader.py": own_init}) == []
+
+
+APPENDING_READER = """\
+    import lmdb
+
+
+    class Database:
+        def __init__(self, path, readonly=True):
+            self.env = lmdb.open(path, readonly=readonly, lock=False)
+            self.txn = self.env.begin(write=False)
+
+        def get(self, key):
+            return self.txn.get(key)
+
+
+    class Rows:
+        def __init__(self, paths):
+            self.dbs = []
+            self.load(paths)
+
+        def load(self, paths):
+            for p in paths:
+                try:
+                    self.dbs.append(self.connect(p))
+                except ValueError:
+                    pass
+
+        @staticmethod
+        def connect(path):
+            return Database(path, readonly=True)
+    """
+
+APPENDING_DATA = """\
+    from torch.utils.data import Dataset
+
+    from rows.tools import Rows
+
+
+    class RowDataset(Dataset):
+        def __init__(self, paths):
+            self.rows = Rows(paths)
+
+        def __getitem__(self, i):
+            return self.rows.dbs[0].get(b"%d" % i)
+    """
+
+
+def test_holder_appended_to_a_container_on_self_by_a_method_init_reaches(tmp_path: Path) -> None:
+    """A class keeps holder objects by filling a container on ``self`` in a method its ``__init__``
+    calls (``self.dbs.append(self.connect(p))`` inside a loop and a ``try``), and a dataset of another
+    module keeps that class (mace-torch's ``AseDBDataset.dbs`` of ``LMDBDatabase``s, session 11's
+    fourth holdout, seen: a miss there): reported at the holder's open call. ``self.dbs[k] = ...``
+    keeps it the same way; a container filled with something else keeps no handle."""
+    files = {"rows/__init__.py": "", "rows/tools.py": APPENDING_READER, "rows/data.py": APPENDING_DATA}
+    out = _run(tmp_path, files)
+    assert [line.split(" ", 2)[:2] for line in out] == [[f"{Path('rows/tools.py')}:6:20:", "FRK101"]]
+    assert (
+        "(Database is not a dataset, but dataset RowDataset keeps Rows objects, which keep its objects, "
+        f"in self.rows, {Path('rows/data.py')}:8)"
+    ) in out[0]
+    keyed = APPENDING_READER.replace("self.dbs = []", "self.dbs = {}").replace(
+        "self.dbs.append(self.connect(p))", "self.dbs[p] = self.connect(p)")
+    assert keyed != APPENDING_READER
+    assert [line.split(" ", 2)[:2] for line in _run(tmp_path, {**files, "rows/tools.py": keyed})] == [
+        [f"{Path('rows/tools.py')}:6:20:", "FRK101"]]
+    names = APPENDING_READER.replace("self.dbs.append(self.connect(p))", "self.dbs.append(str(p))")
+    assert names != APPENDING_READER
+    assert _run(tmp_path, {**files, "rows/tools.py": names}) == []

@@ -65,6 +65,16 @@ def _local_index(a: Analysis) -> Dict[Tuple[int, str], object]:
     return index
 
 
+def local_definitions(a: Analysis, name: str, scope: Optional[FuncInfo]) -> List[object]:
+    """Every function named ``name`` defined directly inside the innermost function enclosing
+    ``scope`` that defines one, in source order (one per branch: ``if lib == "PIL": def func(x): ...
+    elif lib == "PyTorch": def func(x): ...``), or ``local_definition``'s class, or []."""
+    one = local_definition(a, name, scope)
+    if not isinstance(one, FuncInfo):
+        return [one] if one is not None else []
+    return [n for n in a.nested_functions if n.parent is one.parent and n.cls is None and n.name == name] or [one]
+
+
 def local_definition(a: Analysis, name: str, scope: Optional[FuncInfo]):
     """The FuncInfo / ClassInfo of a function or class named ``name`` defined inside a function that
     encloses ``scope`` (innermost first), or None."""
@@ -202,7 +212,8 @@ class Keeper:
     def _name(self, name, scope, lam, depth, seen, out) -> None:
         d = local_definition(self.a, name, scope)
         if isinstance(d, FuncInfo):
-            out.append(Leaf("def", d.node, name, lam))
+            for each in local_definitions(self.a, name, scope):  # a def per branch: any may be kept
+                out.append(Leaf("def", each.node, name, lam))  # type: ignore[attr-defined]
             return
         if isinstance(d, ClassInfo):
             out.append(Leaf("class", d.node, name, lam))
@@ -639,6 +650,40 @@ class Sinks:
         yield from self.constructor_arguments()
         yield from self.pipeline_stages()
         yield from self.base_loader_attributes()
+        yield from self.returned_callables()
+
+    def returned_callables(self) -> Iterator[Sink]:
+        """Lambdas and local functions that a function (or a method) of this file returns, when a
+        dataset of another module of the project keeps what it returns on the parent side (the index,
+        ``ProjectIndex.callable_keepers``): clean-fid's ``ResizeDataset.__init__`` keeps
+        ``build_resizer(mode)``, which returns ``lambda x: x`` or ``make_resizer(...)``'s local
+        function. A dataset of this file keeping it is found through its attributes already."""
+        a = self.a
+        if a.index is None:
+            return
+        module = a.module_name[0]
+        if not module:
+            return
+        owners: List[Tuple[FuncInfo, str]] = [(fn, f"{module}.{name}") for name, fn in a.module_functions.items()]
+        for cname, cls in a.module_classes.items():
+            owners += [(fn, f"{module}.{cname}.{name}") for name, fn in cls.methods.items() if name != "__init__"]
+        for fn, q in owners:
+            if not fn.nested and not fn.lambdas and not any(isinstance(v, cst.Call) for v in returned_values(fn)):
+                continue
+            leaves = [
+                leaf for v in returned_values(fn) for leaf in self.keeper.leaves(v, fn, fn.name) if leaf.kind in ("lambda", "def")
+            ]
+            if not leaves:
+                continue
+            got = a.index.callable_keepers(q)
+            if got is None:
+                continue
+            ds, attr, path, line, via = got
+            if via:
+                what = f"returned by {fn.name}() and kept by {via} objects, which dataset {ds} keeps in self.{attr}"
+            else:
+                what = f"returned by {fn.name}(), which dataset {ds} keeps in self.{attr}"
+            yield Sink(f"{what} ({path}:{line})", False, leaves)
 
     def base_loader_attributes(self) -> Iterator[Sink]:
         """``self.collate_fn = lambda b: ...`` in a class whose base class in another module of the
