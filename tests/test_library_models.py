@@ -190,3 +190,31 @@ def test_another_frameworks_dataloader_is_not_a_torch_loader():
                 return self.iters[i]
         """
     assert codes(paddle_dataset) == []  # paddle.io.Dataset is not a torch dataset either
+
+
+def test_sklearn_check_random_state_makes_an_rng():
+    """scikit-learn's ``check_random_state`` (rules/rng.toml constructors) gives a RandomState: kept by
+    a dataset's ``__init__`` it is copied into every worker, like ``np.random.RandomState(seed)``;
+    made in a worker-side method it is not reported; another library's function of that name is not
+    the model."""
+    src = """\
+        from sklearn.utils import check_random_state
+        from torch.utils.data import DataLoader, Dataset
+
+
+        class Noisy(Dataset):
+            def __init__(self, random_state=None):
+                self.rng = check_random_state(random_state)
+
+            def __getitem__(self, i):
+                return self.rng.rand()
+
+
+        loader = DataLoader(Noisy(0), num_workers=2)
+        """
+    assert codes(src) == [("FRK601", 7)]
+    worker = src.replace("self.rng = check_random_state(random_state)", "self.random_state = random_state").replace(
+        "return self.rng.rand()", "return check_random_state(self.random_state).rand()")
+    assert worker != src and codes(worker) == []
+    other = src.replace("from sklearn.utils import check_random_state", "from mylib import check_random_state")
+    assert other != src and codes(other) == []
