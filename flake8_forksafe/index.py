@@ -16,6 +16,7 @@ library models in ``rules/`` to judge.
 from __future__ import annotations
 
 import ast
+import bisect
 import hashlib
 import json
 import os
@@ -39,6 +40,8 @@ MAX_TEXT_BYTES = 4_000_000  # a listed package file larger than this is not read
 # objects (keepers): torch's own 46 MB made every holder question read (and keep) all of it, for no
 # finding; the largest real project of the labelled corpus has 11 MB
 MAX_HOLDER_PACKAGE_BYTES = 16_000_000
+# where installed distributions live: the packages side by side there are not one project
+_INSTALL_DIRS = frozenset({"site-packages", "dist-packages"})
 # directories of a project that hold no module of it (``ProjectIndex.importers``)
 _NOT_PROJECT_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env", "build", "dist"})
 
@@ -1124,6 +1127,166 @@ class TextModule:
 # the project
 
 
+_CLASS_HEAD = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?", re.M)
+_TOP_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.M)
+_TOP_END = re.compile(r"^(?:async[ \t]+def|def|class|@)[ \t]*", re.M)  # where a module-level def's text ends
+_ALIAS = re.compile(r"\b(\w+)[ \t]+as[ \t]+(\w+)")
+_KEEPING = re.compile(r"\bself\.\w+(?:\.\w+)*(?:\[[^\]\n]*\])?[ \t]*(?:=(?!=)|\.(?:append|extend|add|insert|setdefault|update)\()")
+_RETURNING = re.compile(r"\breturn\b")
+_CALL_WORD = re.compile(r"(\w+)[ \t]*\(")
+
+
+def _statement_rest(text: str, pos: int, limit: int = 40) -> str:
+    """The text from ``pos`` to the end of its statement: the rest of the line, and the next lines
+    while brackets opened there are not closed (strings are not told apart: an approximation that
+    at worst reads a few lines more or less, ``limit`` lines at most)."""
+    end = text.find("\n", pos)
+    end = len(text) if end < 0 else end
+    seg = text[pos:end]
+    depth = sum(seg.count(c) for c in "([{") - sum(seg.count(c) for c in ")]}")
+    n = 0
+    while depth > 0 and end < len(text) and n < limit:
+        nxt = text.find("\n", end + 1)
+        nxt = len(text) if nxt < 0 else nxt
+        line = text[end + 1 : nxt]
+        depth += sum(line.count(c) for c in "([{") - sum(line.count(c) for c in ")]}")
+        end, n = nxt, n + 1
+    return text[pos:end]
+
+
+_ANY_DEF_HEAD = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)", re.M)
+_ANY_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", re.M)
+_NAME_ALIAS = re.compile(r"^(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*([\w.]+)[ \t]*(?:#[^\n]*)?$", re.M)  # X = a.Y
+_WORD = re.compile(r"\w+")
+
+
+class _DatasetText:
+    """What the text of a package says about which of its names may make a dataset (an
+    over-approximation, so that ``ProjectIndex.may_make_dataset`` is False only when the summaries
+    would find no dataset either): a class is a candidate when a word of its base list is a dataset
+    base's name (``rules/*.toml``: ``Dataset``, ``IterDataPipe``, a ``...Dataset`` suffix), an alias of
+    one (``Dataset as TorchDataset``) or another candidate class; a module-level function when its
+    text names a candidate class or, on a ``return`` line, another such function."""
+
+    def __init__(self, k: Knowledge, files: Sequence[Path], read: Callable[[Path], str]) -> None:
+        self.read = read
+        self.inner_defs: Set[str] = set()  # functions defined at any depth (under an if / try too)
+        self.assigned: Dict[str, Set[str]] = {}  # `X = a.Y` at module level: X -> {"Y"}
+        self.files = files
+        bases_of: Dict[str, Set[str]] = {}
+        aliases: Dict[str, Set[str]] = {}
+        self.defs: Dict[str, List[Tuple[Path, int, int]]] = {}
+        for p in files:
+            text = read(p)
+            if "class" in text:
+                for m in _CLASS_HEAD.finditer(text):
+                    bases_of.setdefault(m.group(1), set()).update(_WORD.findall(m.group(2) or ""))
+            if " as " in text:  # in import statements only (not "such as" in prose)
+                imported = [g[2] for g in _at_line_starts(_FROM_IMPORT, text)] + _at_line_starts(_IMPORT, text)
+                for names in imported:
+                    if " as " in names:
+                        for m in _ALIAS.finditer(names):
+                            aliases.setdefault(m.group(1), set()).add(m.group(2))
+            if "def" in text:
+                for m in _TOP_DEF.finditer(text):
+                    end = _TOP_END.search(text, m.end())
+                    self.defs.setdefault(m.group(1), []).append((p, m.end(), end.start() if end else len(text)))
+                self.inner_defs.update(_ANY_DEF.findall(text))
+            if "=" in text:
+                for m in _NAME_ALIAS.finditer(text):
+                    self.assigned.setdefault(m.group(1), set()).add(m.group(2).rsplit(".", 1)[-1])
+
+        base_names = {b.rsplit(".", 1)[-1] for b in k.dataset_bases}
+        suffixes = tuple(k.dataset_base_suffixes)
+        names: Set[str] = set()
+
+        def base_like(w: str) -> bool:
+            return w in names or w in base_names or w.endswith(suffixes)
+
+        changed = True
+        while changed:
+            changed = False
+            for w, als in aliases.items():
+                if base_like(w) and not als <= names:
+                    names |= als
+                    changed = True
+            for c, ws in bases_of.items():
+                if c not in names and any(base_like(w) for w in ws):
+                    names.add(c)
+                    changed = True
+        self.classes = frozenset(bases_of)
+        self.candidates = frozenset(names)
+        self.base_names, self.suffixes = base_names, suffixes
+        self._factories: Dict[str, bool] = {}
+        self._kept_results: Optional[FrozenSet[str]] = None
+
+    @property
+    def kept_results(self) -> FrozenSet[str]:
+        """The names whose call result may end up kept on ``self``: called in what is kept
+        (``self.x = f(...)``, ``self.xs.append(f(...))``), or returned by a function whose result
+        may be (``self.fn = build(m)``, ``def build(m): return make(m)``: ``build`` and ``make``).
+        A second reading of the package's text, done only when asked."""
+        if self._kept_results is None:
+            kept: Set[str] = set()
+            returned: Dict[str, Set[str]] = {}  # function name (at any depth) -> names it returns a call of
+            for p in self.files:
+                text = self.read(p)
+                if "self." in text:
+                    for m in _KEEPING.finditer(text):
+                        kept.update(_CALL_WORD.findall(_statement_rest(text, m.end())))
+                if "return" not in text:
+                    continue
+                heads = [(m.start(), len(m.group(1)), m.group(2)) for m in _ANY_DEF_HEAD.finditer(text)]
+                starts = [h[0] for h in heads]
+                for m in _RETURNING.finditer(text):
+                    line = text.rfind("\n", 0, m.start()) + 1
+                    indent = m.start() - line
+                    i = bisect.bisect_right(starts, line) - 1
+                    while i >= 0 and heads[i][1] >= indent:
+                        i -= 1  # the def this return belongs to: the nearest one indented less
+                    owner = heads[i][2] if i >= 0 else ""
+                    returned.setdefault(owner, set()).update(_CALL_WORD.findall(_statement_rest(text, m.end())))
+            out = set(kept)
+            todo = list(out)
+            while todo:
+                for w in returned.get(todo.pop(), ()):
+                    if w not in out:
+                        out.add(w)
+                        todo.append(w)
+            self._kept_results = frozenset(out)
+        return self._kept_results
+
+    def may_make(self, name: str, depth: int = 0) -> bool:
+        """A name the index may find to be a dataset class (a base itself, ``Dataset(...)``, or a
+        class derived from one), a function that returns one, or an alias of one (``X = a.Y``); a
+        function defined under an ``if`` / ``try`` may. Anything else (a class no chain ties to a
+        dataset base, a name bound to a call's result, a name of a C extension, nothing the text
+        defines) is not one the index could resolve to a dataset either."""
+        if name in self.candidates or name in self.base_names or name.endswith(self.suffixes):
+            return True
+        if depth < 4 and any(self.may_make(t, depth + 1) for t in self.assigned.get(name, ()) if t != name):
+            return True
+        if name not in self.defs:
+            return name in self.inner_defs and name not in self.classes
+        got = self._factories.get(name)
+        if got is None:
+            self._factories[name] = False  # a cycle gives nothing
+            got = False
+            for p, start, end in self.defs[name]:
+                body = self.read(p)[start:end]
+                words = set(_WORD.findall(body))
+                if words & self.candidates:
+                    got = True
+                    break
+                if depth < 3:
+                    returned = {w for line in body.splitlines() if "return" in line for w in _WORD.findall(line)}
+                    if any(w != name and w in self.defs and self.may_make(w, depth + 1) for w in returned):
+                        got = True
+                        break
+            self._factories[name] = got
+        return got
+
+
 def project_root(path: str) -> Path:
     """The nearest directory holding pyproject.toml / setup.cfg / setup.py; else the directory
     above the top package (the highest chain of ``__init__.py`` directories); else the file's dir."""
@@ -1193,6 +1356,7 @@ class ProjectIndex:
         self._dep_info: Dict[str, Tuple[str, List[str]]] = {}  # module -> (content digest, project imports)
         self._reach_memo: Dict[str, FrozenSet[str]] = {}  # module -> project modules it reaches
         self._extra_roots: List[Path] = []
+        self._installed_tops: Dict[Path, Set[str]] = {}  # site-packages root -> top packages of checked files
         self._tops: Optional[Set[str]] = None
         self._texts: Dict[str, Tuple[tuple, Optional[TextModule]]] = {}  # module -> ((path, size, mtime), reading)
         self._offered: Optional[Tuple[str, ast.Module, str]] = None  # (real path, the gate's tree, its text)
@@ -1216,6 +1380,9 @@ class ProjectIndex:
         if self._tops is None:
             tops: Set[str] = set()
             for r in self.source_roots():
+                if r.name in _INSTALL_DIRS:  # not one project: only the packages checked files are in
+                    tops |= self._installed_tops.get(r, set())
+                    continue
                 try:
                     for e in os.scandir(r):
                         if e.name.endswith(".py"):
@@ -1305,6 +1472,9 @@ class ProjectIndex:
                 self._paths = {k: v for k, v in self._paths.items() if v is not None}
                 self._tops = None
                 self._memo.clear()
+            if d.name in _INSTALL_DIRS and parts[-1] not in self._installed_tops.setdefault(d, set()):
+                self._installed_tops[d].add(parts[-1])
+                self._tops = None
             return ".".join(reversed(parts)), is_package
         # a plain directory: relative to the root (or root/src)
         for r in sorted(self.source_roots(), key=lambda r: -len(r.parts)):
@@ -1352,6 +1522,14 @@ class ProjectIndex:
         ``summarise_file`` to use instead of parsing that file again when the analysis asks for its
         summary (and the file on disk is that text); ``offer_tree(None)`` withdraws it."""
         self._offered = None if path is None or tree is None else (os.path.realpath(path), tree, text)
+
+    def offered_returned_callables(self, path: str) -> Optional[List[str]]:
+        """``returned_callables`` of the file being checked, read from the gate's tree it was offered
+        (``offer_tree``), or None when it has none of that file."""
+        offered = self._offered
+        if offered is None or offered[0] != os.path.realpath(path):
+            return None
+        return returned_callables(offered[1], offered[2]) if may_return_callable(offered[2]) else []
 
     def summarise_file(
         self,
@@ -2024,6 +2202,36 @@ class ProjectIndex:
             self._file_texts[p] = t
         return t
 
+    def _dataset_text_table(self, qname: str) -> "_DatasetText":
+        """One text reading of the files of the top-level package of ``qname`` (not kept): the
+        classes with their base words, the ``X as Y`` aliases and where each module-level function's
+        text is; the class names that may be datasets follow from them (``_DatasetText``)."""
+        top = qname.split(".", 1)[0]
+        key = ("dataset_text", top)
+        got = self._memo.get(key)
+        if got is None:
+            got = self._memo[key] = _DatasetText(self.k, self._package_files(qname), self._read_text)
+        return got  # type: ignore[return-value]
+
+    @staticmethod
+    def _read_text(p: Path) -> str:
+        """A project file's text, as ``_file_text`` reads it, without keeping it."""
+        try:
+            st = os.stat(p)
+            if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_TEXT_BYTES:
+                return p.read_bytes().decode("utf-8", "replace")
+        except (OSError, ValueError):
+            pass
+        return ""
+
+    def may_make_dataset(self, qname: str) -> bool:
+        """Whether a call of the project name ``qname`` may make a dataset, read from the text of its
+        package (no summary made): False only for a class no class chain of the package's text ties
+        to a dataset base name, or a module-level function whose body (and the functions it returns,
+        three deep) names no such class. Anything the text reading does not find (an assigned name, a
+        name of a C extension) may (the summaries decide)."""
+        return self._dataset_text_table(qname).may_make(qname.rsplit(".", 1)[-1])
+
     def holder_search_too_big(self, qname: str) -> bool:
         """The package of ``qname`` has more than ``MAX_HOLDER_PACKAGE_BYTES`` of files: no search
         for datasets keeping a holder's objects there (no finding rather than a slow search)."""
@@ -2133,6 +2341,9 @@ class ProjectIndex:
         self._memo[key] = None
         if self.holder_search_too_big(holder):
             return None
+        if kind == "callable":  # no text of the package keeps or returns its result: no search
+            if holder.rsplit(".", 1)[-1] not in self._dataset_text_table(holder).kept_results:
+                return None
         known = {holder.rsplit(".", 1)[-1]}
         new = set(known)
         mods: Dict[Path, ModuleSummary] = {}
@@ -2480,7 +2691,8 @@ def constructs_project_dataset(
     ``tree``: the file's ast when the caller has it (the gate's, flake8's), else it is parsed here."""
     if "lambda" not in text and not re.search(r"\n[ \t]+def ", text):
         return False
-    constructed = index.project_constructed(path, text)
+    # what the package's text proves cannot make a dataset is not resolved (nor the file parsed)
+    constructed = [q for q in index.project_constructed(path, text) if index.may_make_dataset(q)]
     if not constructed:
         return False
     if tree is None:  # a parse costs less than the summaries that resolving every name would make
@@ -2501,11 +2713,12 @@ def constructs_project_dataset(
     return False
 
 
-def returned_callables(tree: ast.Module) -> List[str]:
+def returned_callables(tree: ast.Module, text: str = "") -> List[str]:
     """The functions of the module (``f``) and methods of its classes (``C.m``) that may return a
     lambda or a function or class they define, themselves or by returning what another such
-    function of the module returns (``def build(mode): return make(mode)``), read from the ast."""
-    found: Dict[str, bool] = {}
+    function of the module returns (``def build(mode): return make(mode)``), read from the ast.
+    With ``text`` (the module's source), only the functions whose lines hold a lambda, a nested
+    ``def`` / ``class`` or a call of such a function are walked."""
     units: List[Tuple[str, ast.AST]] = []
     for st in tree.body:
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -2516,21 +2729,63 @@ def returned_callables(tree: ast.Module) -> List[str]:
                 for b in st.body
                 if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name != "__init__"
             ]
-    returns: Dict[str, List[ast.AST]] = {}
+    lines = split_lines(text) if text else []
+
+    def segment(fn: ast.AST) -> str:
+        return "".join(lines[fn.lineno - 1 : fn.end_lineno or fn.lineno])  # type: ignore[attr-defined]
+
+    found: Dict[str, bool] = {}
+    calls: Dict[str, Set[str]] = {}
+    rest: List[Tuple[str, ast.AST, str]] = []
     for name, fn in units:
-        inner = {n.name for n in ast.walk(fn) if n is not fn and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-        values = [n.value for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None]
-        returns[name] = values
+        seg = segment(fn) if lines else ""
+        if lines and "return" not in seg:
+            continue
+        if lines and "lambda" not in seg and not _INNER_DEF.search(seg, seg.find("\n") + 1):
+            rest.append((name, fn, seg))  # may return what another function returns
+            continue
+        inner: Set[str] = set()
+        values: List[ast.AST] = []
+        called: Set[str] = set()
+        for n in ast.walk(fn):
+            if n is not fn and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner.add(n.name)
+            elif isinstance(n, ast.Return) and n.value is not None:
+                values.append(n.value)
+                if isinstance(n.value, ast.Call):
+                    called.add(_dotted(n.value.func) or "")
         found[name] = any(isinstance(v, ast.Lambda) or (isinstance(v, ast.Name) and v.id in inner) for v in values)
+        calls[name] = called
     for _ in range(3):  # what another function of the module returns, a few calls deep
-        for name, values in returns.items():
-            if not found[name]:
-                for v in values:
-                    if isinstance(v, ast.Call):
-                        callee = _dotted(v.func) or ""
-                        if found.get(callee) or found.get(callee.partition(".")[2]):  # f(), self.m(), C.m()
-                            found[name] = True
+        makers = [n for n, yes in found.items() if yes]
+        if not makers:
+            break
+        words = re.compile(r"\b(?:" + "|".join(re.escape(n.rpartition(".")[2]) for n in makers) + r")\s*\(")
+        for name, fn, seg in rest:
+            if name not in found and (not lines or words.search(seg)):
+                called = {_dotted(n.value.func) or "" for n in ast.walk(fn) if isinstance(n, ast.Return) and isinstance(n.value, ast.Call)}
+                calls[name] = called
+                found[name] = False
+        for name, called in calls.items():
+            if not found[name] and any(found.get(c) or found.get(c.partition(".")[2]) for c in called):  # f(), self.m(), C.m()
+                found[name] = True
     return [name for name, yes in found.items() if yes]
+
+
+_RETURNED_NAME = re.compile(r"\breturn[ \t]+\(?[ \t]*(\w+)")
+_NESTED_DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
+
+
+def may_return_callable(text: str) -> bool:
+    """The text has ``return lambda ...`` or returns a name that a nested ``def`` / ``class``
+    defines (``def make(): def func(x): ...; return func``): a function of the module may return a
+    lambda or a local function (``returned_callables`` reads the ast to know)."""
+    if "return" not in text:
+        return False
+    returned = set(_RETURNED_NAME.findall(text))
+    if "lambda" in returned:
+        return True
+    return bool(returned) and any(m in returned for m in _NESTED_DEF.findall(text))
 
 
 def returns_kept_callable(
@@ -2539,7 +2794,7 @@ def returns_kept_callable(
     """A function or method of the file returns a lambda or a local function or class, and a
     dataset of another module of the project keeps what it returns (FRK201/202 report the lambda
     or def here: ``ProjectIndex.callable_keepers``)."""
-    if "return" not in text or ("lambda" not in text and not re.search(r"\n[ \t]+(?:async[ \t]+)?(?:def|class) ", text)):
+    if not may_return_callable(text):
         return False
     module = index.module_for(path)[0]
     if not module or index.holder_search_too_big(module):
@@ -2549,7 +2804,7 @@ def returns_kept_callable(
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return False
-    for name in returned_callables(tree):
+    for name in returned_callables(tree, text):
         cls, _, fn = name.rpartition(".")
         if not fn.startswith("__") and index.callable_keepers(f"{module}.{name}") is not None:
             return True

@@ -187,3 +187,86 @@ def test_flake8_plugin_reports_a_lambda_given_to_a_project_dataset_factory(tmp_p
     assert [line.split(" ", 2)[:2] for line in cli.stdout.splitlines() if " FRK" in line] == [
         [f"{Path('cl/make.py')}:5:35:", "FRK201"]
     ]
+
+
+def test_names_the_package_text_proves_no_dataset_are_not_resolved(tmp_path: Path) -> None:
+    """Before a name called near a lambda is resolved (a summary of its module, its bases', its
+    returns'), the text of its package is read once: a class no class chain there ties to a dataset
+    base name, a function whose body names no such class (nor returns a function that does), a name
+    bound to a call's result: no summary is made, the file is not even parsed. A dataset class
+    reached through an alias (``Dataset as TorchDataset``, ``X = a.Y``), a dataset base itself, a
+    factory three calls deep and a function defined under an ``if`` are resolved as before."""
+    util = """\
+        import torch
+        from torch.utils.data import Dataset as TorchDataset
+
+
+        class Helper:
+            def __init__(self, fn):
+                self.fn = fn
+
+
+        class Frames(TorchDataset):
+            def __init__(self, fn):
+                self.fn = fn
+
+            def __getitem__(self, i):
+                return self.fn(i)
+
+
+        class Clips(Frames):
+            pass
+
+
+        Alias = Clips
+        made = torch.compile(Helper)
+
+
+        def pipeline(fn):
+            return Helper(fn)
+
+
+        def direct(fn):
+            return Clips(fn)
+
+
+        def outer(fn):
+            return middle(fn)
+
+
+        def middle(fn):
+            return direct(fn)
+
+
+        if torch.cuda.is_available():
+            def maybe(fn):
+                return Clips(fn)
+        """
+    write(tmp_path, {"pyproject.toml": "", "vid/__init__.py": "", "vid/util.py": util})
+    from flake8_forksafe.config import Config
+    from flake8_forksafe.index import index_for
+
+    cfg = Config(select=("FRK201", "FRK202"))
+    index = index_for(str(tmp_path / "vid" / "util.py"), cfg.knowledge, use_cache=False, roots={})
+    index.module_for(str(tmp_path / "vid" / "util.py"))
+    verdicts = {n: index.may_make_dataset(f"vid.util.{n}") for n in (
+        "Helper", "Frames", "Clips", "Alias", "made", "pipeline", "direct", "outer", "middle", "maybe", "TorchDataset",
+        "nowhere")}
+    assert verdicts == {
+        "Helper": False, "Frames": True, "Clips": True, "Alias": True, "made": False, "pipeline": False,
+        "direct": True, "outer": True, "middle": True, "maybe": True, "TorchDataset": True, "nowhere": False,
+    }
+    assert "vid.util" not in index.summaries  # the text alone answered
+    caller = """\
+        from vid.util import Helper, pipeline, Clips
+
+
+        def build(x):
+            return Helper(lambda v: v), pipeline(lambda v: v)
+        """
+    write(tmp_path, {"vid/caller.py": caller})
+    r = forksafe(tmp_path, "vid/caller.py", "--no-cache", "--select", "FRK201,FRK202")
+    assert r.returncode == 0 and " FRK" not in r.stdout, r.stdout
+    write(tmp_path, {"vid/caller.py": caller.replace("pipeline(lambda v: v)", "Clips(lambda v: v)")})
+    r = forksafe(tmp_path, "vid/caller.py", "--no-cache", "--select", "FRK201,FRK202")
+    assert [line.split(" ", 2)[1] for line in r.stdout.splitlines() if " FRK" in line] == ["FRK201"]

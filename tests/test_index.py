@@ -551,3 +551,24 @@ def test_unsaved_text_keeps_the_summaries_of_unchanged_definitions(tmp_path: Pat
         assert index.summaries[module] == fresh, text
     memo = index._statements[str(path.resolve())]
     assert memo.reused == 3 + 2 + 2 + 0 + 3  # the definitions an edit did not touch
+
+
+def test_packages_side_by_side_in_site_packages_are_not_one_project(tmp_path: Path) -> None:
+    """A file checked inside ``site-packages`` (a package's own code, as the speed benchmark checks
+    torch's) makes its package part of the project, not every distribution installed beside it:
+    names imported from a sibling are not the project's (no text of it is read, nothing summarised)."""
+    site = tmp_path / "lib" / "site-packages"
+    write(site, {"pkg/__init__.py": "", "pkg/mod.py": "from other.data import Frames\n", "other/__init__.py": "",
+                 "other/data.py": "class Frames:\n    pass\n"})
+    from flake8_forksafe.index import index_for
+
+    path = str(site / "pkg" / "mod.py")
+    index = index_for(path, K, use_cache=False, roots={})
+    assert index.module_for(path) == ("pkg.mod", False)
+    assert index.top_packages() == {"pkg"}
+    assert index.project_constructed(path, "from other.data import Frames\nFrames(lambda v: v)\n") == []
+    plain = tmp_path / "proj"
+    write(plain, {"pkg/__init__.py": "", "pkg/mod.py": "", "other/__init__.py": ""})
+    index = index_for(str(plain / "pkg" / "mod.py"), K, use_cache=False, roots={})
+    index.module_for(str(plain / "pkg" / "mod.py"))
+    assert {"pkg", "other"} <= index.top_packages()

@@ -667,16 +667,31 @@ class Sinks:
         owners: List[Tuple[FuncInfo, str]] = [(fn, f"{module}.{name}") for name, fn in a.module_functions.items()]
         for cname, cls in a.module_classes.items():
             owners += [(fn, f"{module}.{cname}.{name}") for name, fn in cls.methods.items() if name != "__init__"]
+        named = a.index.offered_returned_callables(a.path)  # the gate's reading of this file's ast
+        if named is not None:
+            wanted = {f"{module}.{n}" for n in named}
+            owners = [(fn, q) for fn, q in owners if q in wanted]
+        # a function can return a lambda or a def only when it has one, or calls a function that does
+        # (``return make_resizer(...)``): the others' return values are not read
+        makers = {fn.name for fn, _ in owners if fn.nested or fn.lambdas}
+        calling: Set[int] = set()
+        for _ in range(3):
+            for site in a.calls:
+                f, fn = site.node.func, site.func
+                name = f.value if isinstance(f, cst.Name) else f.attr.value if isinstance(f, cst.Attribute) else None
+                if fn is not None and name in makers and id(fn) not in calling:
+                    calling.add(id(fn))
+                    makers.add(fn.name)
         for fn, q in owners:
-            if not fn.nested and not fn.lambdas and not any(isinstance(v, cst.Call) for v in returned_values(fn)):
+            if not fn.nested and not fn.lambdas and id(fn) not in calling:
+                continue
+            got = a.index.callable_keepers(q)  # rarely kept: asked before the return values are read
+            if got is None:
                 continue
             leaves = [
                 leaf for v in returned_values(fn) for leaf in self.keeper.leaves(v, fn, fn.name) if leaf.kind in ("lambda", "def")
             ]
             if not leaves:
-                continue
-            got = a.index.callable_keepers(q)
-            if got is None:
                 continue
             ds, attr, path, line, via = got
             if via:
