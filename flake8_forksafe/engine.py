@@ -74,7 +74,12 @@ def project_anchor(
     near a lambda or a nested def, does not parse the file again."""
     if index is None:
         return False
-    from flake8_forksafe.index import constructs_project_dataset, has_project_dataset, returns_kept_callable
+    from flake8_forksafe.index import (
+        constructs_project_dataset,
+        has_project_dataset,
+        iterates_project_loader,
+        returns_kept_callable,
+    )
 
     if "class " in text and has_project_dataset(index, path, config.knowledge, text):
         return True
@@ -83,6 +88,8 @@ def project_anchor(
             return True
         if returns_kept_callable(index, path, text, tree):
             return True
+    if config.is_enabled("FRK401", True) and iterates_project_loader(index, path, config.knowledge, text, tree):
+        return True
     return holders and "class " in text and holder_anchor(index, path, config, text)
 
 

@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Seq
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import LEAF_FIELDS, _dotted, split_lines  # the gate's readers: one definition
 
-SCHEMA = 9  # bump when the summary's shape or meaning changes: old cache entries are then ignored
+SCHEMA = 10  # bump when the summary's shape or meaning changes: old cache entries are then ignored
 CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module loads the engine)
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
@@ -71,7 +71,9 @@ class Method:
     self_calls: List[str] = field(default_factory=list)
     super_init: bool = False
     base_inits: List[str] = field(default_factory=list)  # Base.__init__(self): qualified Base
-    returns: str = ""  # "", "factory:<name>", "generator", "rng:<constructor>", "cuda", "call:<callee>"
+    # "", "factory:<name>", "generator", "rng:<constructor>", "cuda", "call:<callee>", "loader:<workers>"
+    # (``_Summariser.loader_workers``)
+    returns: str = ""
     cuda: str = ""  # the first call in the body that initialises CUDA or moves data to it ("torch.cuda.current_device()")
     cuda_line: int = 0
     callees: List[str] = field(default_factory=list)  # qualified names of plain calls (project helpers followed)
@@ -298,6 +300,45 @@ class _Summariser:
                 return "call", q
         return "other", ""
 
+    def loader_workers(self, value: ast.AST, fn: "_Fn", node: ast.AST, depth: int = 0) -> str:
+        """When ``value`` (a returned value, or the local it names) is a DataLoader call (not one of
+        ``not_loader_modules``): its ``num_workers`` as ``Method.returns`` records it: "0" (literally
+        0, or not given without ``**``), "param:<name>:<default>" (a parameter of the function, its
+        literal int default or ""), "some" (anything else: a literal above 0, ``**kwargs``, an
+        expression); "" when it is no loader call."""
+        if isinstance(value, ast.Name) and value.id not in fn.params and depth < 3:
+            vals = fn.locals.get(value.id)
+            return self.loader_workers(vals[-1], fn, node, depth + 1) if vals else ""
+        if not isinstance(value, ast.Call):
+            return ""
+        d = _dotted(value.func) or ""
+        last = d.rsplit(".", 1)[-1]
+        q = self.qualify(d) or d
+        if not (last in self.loader_names or last.endswith(self.loader_suffixes)) or self.k.not_a_loader(q):
+            return ""
+        arg = next((kw.value for kw in value.keywords if kw.arg == "num_workers"), None)
+        if arg is None and len(value.args) > 5 and not any(isinstance(a, ast.Starred) for a in value.args[:6]):
+            arg = value.args[5]  # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers)
+        if arg is None:
+            star = any(kw.arg is None for kw in value.keywords) or any(isinstance(a, ast.Starred) for a in value.args)
+            return "some" if star else "0"
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, int):
+            return "0" if arg.value == 0 else "some"
+        if isinstance(arg, ast.Name) and arg.id in fn.params and arg.id not in fn.locals:
+            a = node.args  # type: ignore[attr-defined]
+            positional = [*a.posonlyargs, *a.args]
+            default = ""
+            if arg.id in [p.arg for p in positional]:
+                i = [p.arg for p in positional].index(arg.id) - (len(positional) - len(a.defaults))
+                dv = a.defaults[i] if i >= 0 else None
+            else:
+                j = [p.arg for p in a.kwonlyargs].index(arg.id)
+                dv = a.kw_defaults[j]
+            if isinstance(dv, ast.Constant) and isinstance(dv.value, int):
+                default = str(dv.value)
+            return f"param:{arg.id}:{default}"
+        return "some"
+
     def loader_self_args(self, call: ast.Call, self_name: str, m: Method) -> None:
         """``DataLoader(..., collate_fn=self.X, worker_init_fn=self.Y)`` whose ``num_workers`` is not
         literally 0: a subclass that stores a lambda or a local function in ``self.X`` hands it to
@@ -440,8 +481,11 @@ class _Summariser:
             self.s.names = saved_names
         if self_name and node.name == "__init__":
             m.transient = transient_params_of_ast(node, [p for p in params if p != self_name])
+        loader = next((w for w in (self.loader_workers(r, fn, node) for r in returns) if w), "")
         if generator:
             m.returns = "generator"
+        elif loader:
+            m.returns = f"loader:{loader}"
         else:
             for r in returns:
                 kind, detail = self.kind(r, fn)
@@ -1219,6 +1263,52 @@ class _DatasetText:
         self.base_names, self.suffixes = base_names, suffixes
         self._factories: Dict[str, bool] = {}
         self._kept_results: Optional[FrozenSet[str]] = None
+        self._loader_makers: Optional[FrozenSet[str]] = None
+        self._maker_pattern: Optional["re.Pattern[str]"] = None
+
+    def loader_makers(self, k: Knowledge) -> FrozenSet[str]:
+        """Module-level functions whose text builds a DataLoader (a loader class's name followed by
+        ``(``), or returns a call of such a function (``def cifar10_train(): return
+        get_data_loader(...)``): the only names whose call may give a loader (a second reading of
+        the package's text, done only when asked)."""
+        if self._loader_makers is None:
+            names = {q.rsplit(".", 1)[-1] for q in k.loaders}
+            word = re.compile(r"(?:" + "|".join(map(re.escape, sorted(names | set(k.loader_suffixes)))) + r")[ \t]*\(")
+            makers: Set[str] = set()
+            returned: Dict[str, Set[str]] = {}
+            by_file: Dict[Path, List[Tuple[str, int, int]]] = {}
+            for name, spans in self.defs.items():
+                for p, start, end in spans:
+                    by_file.setdefault(p, []).append((name, start, end))
+            for p, spans_of in by_file.items():
+                text = self.read(p)
+                builds = word.search(text) is not None
+                if not builds and "return" not in text:
+                    continue
+                for name, start, end in spans_of:
+                    body = text[start:end]
+                    if builds and word.search(body):
+                        makers.add(name)
+                    elif "return" in body:
+                        returned.setdefault(name, set()).update(
+                            w for line in body.splitlines() if "return" in line for w in _CALL_WORD.findall(line)
+                        )
+            changed = True
+            while changed:
+                changed = False
+                for name, calls in returned.items():
+                    if name not in makers and calls & makers:
+                        makers.add(name)
+                        changed = True
+            self._loader_makers = frozenset(makers)
+        return self._loader_makers
+
+    def names_loader_maker(self, k: Knowledge, text: str) -> bool:
+        """``text`` names one of ``loader_makers`` as a word (one compiled search)."""
+        if self._maker_pattern is None:
+            makers = self.loader_makers(k)
+            self._maker_pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(makers))) + r")\b") if makers else re.compile("(?!)")
+        return self._maker_pattern.search(text) is not None
 
     @property
     def kept_results(self) -> FrozenSet[str]:
@@ -2770,6 +2860,81 @@ def returned_callables(tree: ast.Module, text: str = "") -> List[str]:
             if not found[name] and any(found.get(c) or found.get(c.partition(".")[2]) for c in called):  # f(), self.m(), C.m()
                 found[name] = True
     return [name for name, yes in found.items() if yes]
+
+
+_MODULE_LEVEL_FOR = re.compile(r"^(?:async[ \t]+)?for[ \t]", re.M)
+
+
+def iterates_project_loader(index: ProjectIndex, path: str, k: Knowledge, text: str, tree: Optional[ast.Module] = None) -> bool:
+    """Module-level code (outside the ``__main__`` guard) calls a function of another module of the
+    project that returns a DataLoader (the index: ``Method.returns`` "loader:..."), and the text has
+    a module-level ``for`` loop or a call of a training framework's loader-consuming method
+    (``trainer.train(model, train_loader=dataloaders.cifar10_train())``): FRK401 decides on the
+    libcst analysis whether such a loader has workers and is iterated there."""
+    if not _MODULE_LEVEL_FOR.search(text) and not any(f".{m}(" in text for m in k.loader_consumer_methods):
+        return False
+    module, is_package = index.module_for(path)
+    tops = index.top_packages() | {module.split(".", 1)[0]}
+    imported = {absolute_module(module, is_package, len(dots), mod or None).split(".", 1)[0] for dots, mod, _ in _at_line_starts(_FROM_IMPORT, text)}
+    imported |= {m.strip().split(".", 1)[0] for line in _at_line_starts(_IMPORT, text) for m in line.split(",")}
+    if not any(index._dataset_text_table(top).names_loader_maker(k, text) for top in imported & tops):
+        return False  # no function of the project packages it imports that may return a loader is named here
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+    names: Dict[str, str] = {}
+    for st in tree.body:
+        if isinstance(st, (ast.Import, ast.ImportFrom)):
+            for a in st.names:
+                if isinstance(st, ast.ImportFrom):
+                    base = absolute_module(module, is_package, st.level, st.module)
+                    names[a.asname or a.name] = f"{base}.{a.name}" if base else a.name
+                elif a.asname:
+                    names[a.asname] = a.name
+                else:
+                    names[a.name.split(".", 1)[0]] = a.name.split(".", 1)[0]
+    stmts = [
+        st
+        for st in tree.body
+        if not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom))
+        and not (isinstance(st, ast.If) and "__main__" in ast.dump(st.test))
+    ]
+
+    # what a loader may be: the iterables of module-level loops and what loader-consuming methods
+    # are given, and the values of the module-level names they use
+    used: List[ast.AST] = []
+    for st in stmts:
+        for n in ast.walk(st):
+            if isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)):
+                used.append(n.iter)
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in k.loader_consumer_methods:
+                used += [*n.args, *(kw.value for kw in n.keywords)]
+    if not used:
+        return False
+    wanted = {n.id for e in used for n in ast.walk(e) if isinstance(n, ast.Name)}
+    values = list(used)
+    for st in stmts:
+        if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
+            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+            if any(isinstance(n, ast.Name) and n.id in wanted for t in targets for n in ast.walk(t)):
+                values.append(st.value)
+    for e in values:
+        for n in ast.walk(e):
+            if not isinstance(n, ast.Call):
+                continue
+            d = _dotted(n.func)
+            if not d:
+                continue
+            head, _, rest = d.partition(".")
+            q = names.get(head)
+            if q is None or q.split(".", 1)[0] not in tops:
+                continue
+            q = f"{q}.{rest}" if rest else q
+            if index.returns(q)[0] == "loader":
+                return True
+    return False
 
 
 _RETURNED_NAME = re.compile(r"\breturn[ \t]+\(?[ \t]*(\w+)")

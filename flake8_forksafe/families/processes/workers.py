@@ -111,6 +111,10 @@ class WorkerStarts:
             return True
         if any(self.loader_factory(site.node, self.ctx(site.func)) for site in self.a.calls):
             return True
+        if self.a.index is not None and any(  # a loader a function of another module returns
+            site.func is None and self.project_loader(site.node, self.ctx(None)) for site in self.a.calls
+        ):
+            return True
         k = self.k
         names = k.pools | k.lazy_pools | k.process_classes | k.spawners | k.get_context
         if any(site.qname in names for site in self.a.calls):
@@ -391,7 +395,7 @@ class WorkerStarts:
             target = self.callee(expr, ctx)
             if target is not None and target[1] is None:
                 return self.returns_loader(target[0], expr, ctx, depth)
-            return target is None and self.loader_factory(expr, ctx)
+            return target is None and (self.loader_factory(expr, ctx) or self.project_loader(expr, ctx))
         if isinstance(expr, cst.Name):
             if expr.value in ctx.for_loaders:
                 return True
@@ -420,6 +424,38 @@ class WorkerStarts:
         if arg is None or self.int_of(arg.value, ctx) == 0:
             return False
         return not self.forked(call, ctx)
+
+    def project_loader(self, call: cst.Call, ctx: Ctx) -> bool:
+        """A call of a function of another module of the project (the index) that returns a
+        DataLoader with workers: ``dataloaders.cifar10_train()`` whose chain ends in
+        ``DataLoader(dataset, **params)`` (any ``num_workers``: workers, as in this module), or
+        ``get_loader(ds, workers=2)`` returning ``DataLoader(ds, num_workers=workers)``: the
+        argument given, else the parameter's default, decides (a parameter of a function further
+        down the chain is not followed: no finding)."""
+        got = self.a.project_function_returns(call, "loader")
+        if got is None or self.forked(call, ctx):
+            return False
+        spec = got[0]
+        if spec == "some":
+            return True
+        if not spec.startswith("param:") or self.a.index is None:
+            return False
+        _, name, default = spec.split(":", 2)
+        q = self.a.absolute(self.a.qualify(call.func) or "")
+        fn = self.a.index.callable_at(q)
+        if fn is None or not fn[0].returns.startswith("loader:"):
+            return False  # the parameter is a deeper function's
+        arg = keyword(call, name)
+        value = arg.value if arg is not None else None
+        params = fn[0].params
+        if value is None and name in params:
+            i = params.index(name)
+            positional = [a for a in call.args if a.keyword is None]
+            if not any(a.star for a in positional[: i + 1]) and i < len(positional):
+                value = positional[i].value
+        if value is None:
+            return default != "0"
+        return self.int_of(value, ctx) != 0
 
     def holds_loader(self, expr: cst.BaseExpression, ctx: Ctx, depth: int = 0) -> bool:
         """A dict / list / tuple of DataLoaders (``loaders["train"]``, ``for dl in [a, b]``)."""
