@@ -1454,6 +1454,8 @@ class ProjectIndex:
         # reads a module summarises it first); a summary replaced or a new source root forgets them
         self._memo: Dict[Tuple[str, str], object] = {}
         self._file_texts: Dict[Path, str] = {}  # project files read by ``keepers``
+        # top package -> (its files' (path, size, mtime) when read, what their text says: _DatasetText)
+        self._text_tables: Dict[str, Tuple[List[Tuple[str, int, int]], "_DatasetText"]] = {}
         self._statements: Dict[str, StatementMemo] = {}  # real path -> its definitions' summaries (update_text)
 
     # -- modules and paths
@@ -2299,8 +2301,22 @@ class ProjectIndex:
         top = qname.split(".", 1)[0]
         key = ("dataset_text", top)
         got = self._memo.get(key)
-        if got is None:
-            got = self._memo[key] = _DatasetText(self.k, self._package_files(qname), self._read_text)
+        if got is None:  # kept across the answers a replaced summary forgets while no file changed on disk
+            files = self._package_files(qname)
+            stamp = []
+            for p in files:
+                try:
+                    st = os.stat(p)
+                    stamp.append((str(p), st.st_size, st.st_mtime_ns))
+                except OSError:
+                    pass
+            kept = self._text_tables.get(top)
+            if kept is not None and kept[0] == stamp:
+                got = kept[1]
+            else:
+                got = _DatasetText(self.k, files, self._read_text)
+                self._text_tables[top] = (stamp, got)
+            self._memo[key] = got
         return got  # type: ignore[return-value]
 
     @staticmethod

@@ -572,3 +572,24 @@ def test_packages_side_by_side_in_site_packages_are_not_one_project(tmp_path: Pa
     index = index_for(str(plain / "pkg" / "mod.py"), K, use_cache=False, roots={})
     index.module_for(str(plain / "pkg" / "mod.py"))
     assert {"pkg", "other"} <= index.top_packages()
+
+
+def test_package_text_reading_survives_an_unsaved_edit_and_follows_the_disk(tmp_path: Path) -> None:
+    """The language server replaces the edited document's summary on every edit, which forgets the
+    index's answers; the reading of a package's text (``may_make_dataset``) is kept while no file of
+    the package changed on disk, and read again when one did."""
+    write(tmp_path, {"pyproject.toml": "", "pkg/__init__.py": "", "pkg/a.py": "class Plain:\n    pass\n",
+                     "pkg/b.py": "x = 1\n"})
+    from flake8_forksafe.index import index_for
+
+    path = str(tmp_path / "pkg" / "b.py")
+    index = index_for(path, K, use_cache=False, roots={})
+    index.module_for(path)
+    first = index._dataset_text_table("pkg.a")
+    assert index.may_make_dataset("pkg.a.Plain") is False
+    index.update_text(path, "x = 2\n")  # an unsaved edit: the answers are forgotten
+    assert index._dataset_text_table("pkg.a") is first
+    (tmp_path / "pkg" / "a.py").write_text("from torch.utils.data import Dataset\n\n\nclass Plain(Dataset):\n    pass\n")
+    index.update_text(path, "x = 3\n")
+    assert index._dataset_text_table("pkg.a") is not first
+    assert index.may_make_dataset("pkg.a.Plain") is True
