@@ -326,10 +326,10 @@ class _Summariser:
             return "0" if arg.value == 0 else "some"
         if isinstance(arg, ast.Name) and arg.id in fn.params and arg.id not in fn.locals:
             a = node.args  # type: ignore[attr-defined]
-            positional = [*a.posonlyargs, *a.args]
+            positional = [p.arg for p in (*a.posonlyargs, *a.args)]
             default = ""
-            if arg.id in [p.arg for p in positional]:
-                i = [p.arg for p in positional].index(arg.id) - (len(positional) - len(a.defaults))
+            if arg.id in positional:
+                i = positional.index(arg.id) - (len(positional) - len(a.defaults))  # defaults align right
                 dv = a.defaults[i] if i >= 0 else None
             else:
                 j = [p.arg for p in a.kwonlyargs].index(arg.id)
@@ -413,19 +413,15 @@ class _Summariser:
             if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None and self_name:
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                 for t in targets:
-                    if (
-                        isinstance(t, ast.Attribute)
-                        and isinstance(t.value, ast.Name)
-                        and t.value.id == self_name
-                    ):
+                    if _self_attr(t, self_name):
                         v = n.value
                         if isinstance(v, ast.Name) and v.id in fn.with_names:
                             kind, detail = "other", ""
                         else:
                             kind, detail = self.kind(v, fn)
                             self.keep(m, t.attr, n.lineno, v, fn)
-                        m.assigns.append(Assign(t.attr, n.lineno, kind, detail))
-                    elif self_name and _self_attr(t.value if isinstance(t, ast.Subscript) else None, self_name):
+                        m.assigns.append(Assign(t.attr, n.lineno, kind, detail))  # type: ignore[union-attr]
+                    elif _self_attr(t.value if isinstance(t, ast.Subscript) else None, self_name):
                         self.keep(m, t.value.attr, n.lineno, n.value, fn)  # type: ignore[union-attr]
             elif isinstance(n, ast.Call):
                 f = n.func
@@ -437,7 +433,7 @@ class _Summariser:
                     and len(n.args) > _FILLS[f.attr]
                 ):
                     self.keep(m, f.value.attr, n.lineno, n.args[_FILLS[f.attr]], fn)  # type: ignore[attr-defined]
-                own = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == self_name
+                own = _self_attr(f, self_name)
                 q = None if own else self.qualify(_dotted(f))
                 if self_name:
                     self.loader_self_args(n, self_name, m)
@@ -696,14 +692,14 @@ class _Summariser:
 
 
 _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
-# container methods that put a value into a local container (the libcst side's CONTAINER_METHODS, less
-# ``__setitem__``): the position of the value (or of the iterable / mapping whose values go in:
-# ``extend``, ``update``) among the arguments
-def _self_attr(e: Optional[ast.AST], self_name: str) -> bool:
+def _self_attr(e: Optional[ast.AST], self_name: Optional[str]) -> bool:
     """``e`` is ``self.<attr>``."""
     return isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == self_name
 
 
+# container methods that put a value into a local container (the libcst side's CONTAINER_METHODS, less
+# ``__setitem__``): the position of the value (or of the iterable / mapping whose values go in:
+# ``extend``, ``update``) among the arguments
 _FILLS = {"append": 0, "add": 0, "extend": 0, "update": 0, "insert": 1, "setdefault": 1}
 
 
@@ -1180,6 +1176,11 @@ _RETURNING = re.compile(r"\breturn\b")
 _CALL_WORD = re.compile(r"(\w+)[ \t]*\(")
 
 
+def _returned_words(body: str, pattern: "re.Pattern[str]") -> Set[str]:
+    """The words ``pattern`` finds on the lines of ``body`` that hold ``return``."""
+    return {w for line in body.splitlines() if "return" in line for w in pattern.findall(line)}
+
+
 def _statement_rest(text: str, pos: int, limit: int = 40) -> str:
     """The text from ``pos`` to the end of its statement: the rest of the line, and the next lines
     while brackets opened there are not closed (strings are not told apart: an approximation that
@@ -1290,9 +1291,7 @@ class _DatasetText:
                     if builds and word.search(body):
                         makers.add(name)
                     elif "return" in body:
-                        returned.setdefault(name, set()).update(
-                            w for line in body.splitlines() if "return" in line for w in _CALL_WORD.findall(line)
-                        )
+                        returned.setdefault(name, set()).update(_returned_words(body, _CALL_WORD))
             changed = True
             while changed:
                 changed = False
@@ -1369,7 +1368,7 @@ class _DatasetText:
                     got = True
                     break
                 if depth < 3:
-                    returned = {w for line in body.splitlines() if "return" in line for w in _WORD.findall(line)}
+                    returned = _returned_words(body, _WORD)
                     if any(w != name and w in self.defs and self.may_make(w, depth + 1) for w in returned):
                         got = True
                         break
@@ -2284,14 +2283,7 @@ class ProjectIndex:
         ``MAX_TEXT_BYTES`` counts as empty (it is not a module anybody imports)."""
         t = self._file_texts.get(p)
         if t is None:
-            t = ""
-            try:
-                st = os.stat(p)
-                if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_TEXT_BYTES:
-                    t = p.read_bytes().decode("utf-8", "replace")
-            except (OSError, ValueError):
-                pass
-            self._file_texts[p] = t
+            t = self._file_texts[p] = self._read_text(p)
         return t
 
     def _dataset_text_table(self, qname: str) -> "_DatasetText":
@@ -2321,7 +2313,7 @@ class ProjectIndex:
 
     @staticmethod
     def _read_text(p: Path) -> str:
-        """A project file's text, as ``_file_text`` reads it, without keeping it."""
+        """A project file's text, not kept (``_file_text`` keeps what it reads)."""
         try:
             st = os.stat(p)
             if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_TEXT_BYTES:
@@ -2900,17 +2892,9 @@ def iterates_project_loader(index: ProjectIndex, path: str, k: Knowledge, text: 
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return False
-    names: Dict[str, str] = {}
+    reader = _Summariser(k, module, is_package)  # the module-level imports, read as summaries read them
     for st in tree.body:
-        if isinstance(st, (ast.Import, ast.ImportFrom)):
-            for a in st.names:
-                if isinstance(st, ast.ImportFrom):
-                    base = absolute_module(module, is_package, st.level, st.module)
-                    names[a.asname or a.name] = f"{base}.{a.name}" if base else a.name
-                elif a.asname:
-                    names[a.asname] = a.name
-                else:
-                    names[a.name.split(".", 1)[0]] = a.name.split(".", 1)[0]
+        reader.imports(st)
     stmts = [
         st
         for st in tree.body
@@ -2941,14 +2925,10 @@ def iterates_project_loader(index: ProjectIndex, path: str, k: Knowledge, text: 
             if not isinstance(n, ast.Call):
                 continue
             d = _dotted(n.func)
-            if not d:
-                continue
-            head, _, rest = d.partition(".")
-            q = names.get(head)
-            if q is None or q.split(".", 1)[0] not in tops:
-                continue
-            q = f"{q}.{rest}" if rest else q
-            if index.returns(q)[0] == "loader":
+            if not d or d.partition(".")[0] not in reader.s.names:
+                continue  # only imported names
+            q = reader.qualify(d) or d
+            if q.split(".", 1)[0] in tops and index.returns(q)[0] == "loader":
                 return True
     return False
 
@@ -2986,8 +2966,7 @@ def returns_kept_callable(
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return False
     for name in returned_callables(tree, text):
-        cls, _, fn = name.rpartition(".")
-        if not fn.startswith("__") and index.callable_keepers(f"{module}.{name}") is not None:
+        if not name.rpartition(".")[2].startswith("__") and index.callable_keepers(f"{module}.{name}") is not None:
             return True
     return False
 
