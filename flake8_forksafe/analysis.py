@@ -1431,9 +1431,10 @@ class Analysis:
     @_per_class
     def worker_side(self, cls: ClassInfo) -> List[FuncInfo]:
         names = WORKER_ROOTS
+        bases = self.library_bases(cls)
         if any((q or "").endswith("DataPipe") for c in self.mro(cls) for q in c.base_qnames):
-            names = names + ("reset",)  # a datapipe's reset() runs in each worker when iteration starts
-        for q in self.library_bases(cls):  # PyG Dataset.__getitem__ -> self.get(idx)
+            bases = bases + ["torch.utils.data.IterDataPipe"]  # reset(), set_seed(): rules/libraries.toml
+        for q in bases:  # PyG Dataset.__getitem__ -> self.get(idx)
             names = names + tuple(h for h in self.knowledge.library_worker_hooks(q) if h not in names)
         names = names + tuple(n for n in self.collate_methods(cls) if n not in names)
         if id(cls) in self.kept_by:  # not a dataset, kept by one: its workers may call any public method
@@ -1785,6 +1786,10 @@ class LoaderCall:
                 t = self.a.module_classes.get(c.func.value)
                 if t is not None:
                     return t
+        if isinstance(ds, cst.Name) and not cands:  # ``def split(dataset: PatchCamelyon): DataLoader(dataset)``
+            got = self.a.param_annotation(self.site.func, ds.value)
+            if got is not None and isinstance(got[1], cst.Name) and ds.value not in got[0].local_assigns:
+                return self.a.module_classes.get(got[1].value)
         return None
 
 
@@ -1852,6 +1857,9 @@ class KeptHandle:
     # (what the fix rewrites), ``at`` the factory call inside the helper (where the finding points,
     # RULES.md "Where a finding points")
     at: Optional[cst.Call] = None
+    # a handle a local function or lambda kept on the instance captures (``f = open(p); def load(i):
+    # f.seek(i) ...; self.load = load``): "load()" / "a lambda" (no automatic fix)
+    captured: str = ""
 
     @property
     def site(self) -> cst.Call:
@@ -2119,7 +2127,40 @@ def kept_handles(a: Analysis, sa: SelfAssign, fn: FuncInfo) -> List[KeptHandle]:
         hit = handle_source(a, el, fn)
         if hit is not None:
             out.append(KeptHandle(hit[0], hit[1], direct=False, container=True))
-    return out
+    return out or _captured_handles(a, value, fn)
+
+
+def _captured_handles(a: Analysis, value: cst.BaseExpression, fn: FuncInfo) -> List[KeptHandle]:
+    """Handles a local function of ``fn`` (``value`` names it) or a lambda reads from ``fn``'s
+    locals: kept with the closure that captures them."""
+    if isinstance(value, cst.Lambda):
+        body: cst.CSTNode = value.body
+        bound = {p.name.value for p in (*value.params.posonly_params, *value.params.params, *value.params.kwonly_params)}
+        label = "a lambda"
+    elif isinstance(value, cst.Name):
+        inner = next((n for n in fn.nested if n.name == value.value), None)
+        if inner is None or value.value in fn.params:
+            return []
+        body, bound, label = inner.node.body, set(inner.params) | set(inner.local_assigns), f"{inner.name}()"
+    else:
+        return []
+    names: List[cst.Name] = []
+
+    class _Reads(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value in fn.local_assigns and node.value not in bound:
+                names.append(node)
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)  # ``f.seek``: ``f``, not ``seek``
+            return False
+
+    body.visit(_Reads())
+    for n in names:
+        hit = handle_source(a, n, fn)
+        if hit is not None:
+            return [KeptHandle(hit[0], hit[1], direct=False, container=False, captured=label)]
+    return []
 
 
 def param_default(scope: Optional[FuncInfo], name: str) -> Optional[cst.BaseExpression]:

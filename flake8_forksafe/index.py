@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Seq
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import LEAF_FIELDS, _dotted, split_lines  # the gate's readers: one definition
 
-SCHEMA = 10  # bump when the summary's shape or meaning changes: old cache entries are then ignored
+SCHEMA = 11  # bump when the summary's shape or meaning changes: old cache entries are then ignored
 CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module loads the engine)
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
@@ -91,8 +91,8 @@ class Method:
     # a class), "callret:<callee>" (calling what the callee returns: ``cls_ = pick(); return cls_(f)``)
     makes: List[str] = field(default_factory=list)
     keeps: List[str] = field(default_factory=list)
-    # of an ``__init__``: parameters it only calls (``label_fn(path)``, also in a list comprehension)
-    # or never reads; never stored, passed on, captured by a nested scope or a generator expression
+    # of a method: parameters it only calls (``label_fn(path)``, also in a list comprehension) or
+    # never reads; never stored, passed on, captured by a nested scope or a generator expression
     transient: List[str] = field(default_factory=list)
     # parameters the body passes as they are to a seeder of ``rules/rng.toml`` (``random.seed(seed)``):
     # a seeding helper (``set_global_seed(seed)``), followed by FRK602 from a worker_init_fn
@@ -378,11 +378,13 @@ class _Summariser:
         return ""
 
     # -- functions
-    def function(self, node, self_name: Optional[str]) -> Method:
+    def function(self, node, self_name: Optional[str], cls_name: Optional[str] = None) -> Method:
+        """``cls_name``: a classmethod's first parameter (``cls.m()`` resolves on the receiver class,
+        as ``self.m()`` does: ``BloscInterface.get_crop()`` inherited, calling ``cls._fixed_crop()``)."""
         a = node.args
         params = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
         m = Method(name=node.name, line=node.lineno, params=params)
-        fn = _Fn(params, self_name, a.kwarg.arg if a.kwarg else None)
+        fn = _Fn(params, self_name, a.kwarg.arg if a.kwarg else None, cls=cls_name)
         body_nodes = _body_nodes(node.body)
         generator = False
         returns: List[ast.AST] = []
@@ -475,7 +477,7 @@ class _Summariser:
                     m.makes.append(e)
         if saved_names is not None:
             self.s.names = saved_names
-        if self_name and node.name == "__init__":
+        if self_name:  # an __init__'s (constructor arguments), a pipeline stage's (``ds.filter(fn)``)
             m.transient = transient_params_of_ast(node, [p for p in params if p != self_name])
         loader = next((w for w in (self.loader_workers(r, fn, node) for r in returns) if w), "")
         if generator:
@@ -547,6 +549,8 @@ class _Summariser:
             if head in fn.params or head in fn.locals or head == fn.self:
                 if head == fn.self and d.count(".") == 1:
                     return [f"call:self.{d.split('.', 1)[1]}"]
+                if head == fn.cls and d.count(".") == 1:
+                    return [f"call:cls.{d.split('.', 1)[1]}"]
                 return []
             q = self.qualify(d)
             return [f"call:{q}"] if q and not q.startswith(("builtins.", "torch.", "numpy.")) else []
@@ -666,7 +670,8 @@ class _Summariser:
                         a = item.args
                         first = (a.posonlyargs + a.args)[:1]
                         self_name = first[0].arg if first and not decos & {"staticmethod", "classmethod"} else None
-                        c.methods[item.name] = self.function(item, self_name)
+                        cls_name = first[0].arg if first and "classmethod" in decos else None
+                        c.methods[item.name] = self.function(item, self_name, cls_name)
                 if key is not None:
                     memo.keep(key, start, c)  # type: ignore[union-attr]
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -708,6 +713,7 @@ class _Fn:
     params: List[str]
     self: Optional[str]
     kwargs: Optional[str]
+    cls: Optional[str] = None  # a classmethod's first parameter
     locals: Dict[str, List[ast.AST]] = field(default_factory=dict)
     with_names: Set[str] = field(default_factory=set)
 
@@ -1334,7 +1340,14 @@ class _DatasetText:
                     while i >= 0 and heads[i][1] >= indent:
                         i -= 1  # the def this return belongs to: the nearest one indented less
                     owner = heads[i][2] if i >= 0 else ""
-                    returned.setdefault(owner, set()).update(_CALL_WORD.findall(_statement_rest(text, m.end())))
+                    rest = _statement_rest(text, m.end())
+                    words = returned.setdefault(owner, set())
+                    words.update(_CALL_WORD.findall(rest))
+                    local = rest.strip()
+                    if local.isidentifier() and i >= 0:  # ``f = cls._crop(...); return f``: what f is given
+                        body = text[heads[i][0] : m.start()]
+                        for a in re.finditer(rf"\b{re.escape(local)}[ \t]*=(?!=)", body):
+                            words.update(_CALL_WORD.findall(_statement_rest(body, a.end())))
             out = set(kept)
             todo = list(out)
             while todo:
@@ -1456,6 +1469,8 @@ class ProjectIndex:
         # top package -> (its files' (path, size, mtime) when read, what their text says: _DatasetText)
         self._text_tables: Dict[str, Tuple[List[Tuple[str, int, int]], "_DatasetText"]] = {}
         self._statements: Dict[str, StatementMemo] = {}  # real path -> its definitions' summaries (update_text)
+        self._namespaces: Dict[Tuple[str, str, str], int] = {}  # _namespace_levels
+        self._namespace_tops: Set[str] = set()  # namespace packages (PEP 420) module names start with
 
     # -- modules and paths
     def source_roots(self) -> List[Path]:
@@ -1482,7 +1497,7 @@ class ProjectIndex:
                             tops.add(e.name)
                 except OSError:
                     pass
-            self._tops = tops
+            self._tops = tops | self._namespace_tops
         return self._tops
 
     def project_constructed(self, path: str, text: str) -> List[str]:
@@ -1556,6 +1571,10 @@ class ProjectIndex:
         while isfile(join(top, "__init__.py")) and up(top) != top:
             parts.append(os.path.basename(top))
             top = up(top)
+        if parts and top != up(real):
+            for _ in range(self._namespace_levels(top, parts[-1], real)):  # texar/torch/...: "texar.torch..."
+                parts.append(os.path.basename(top))
+                top = up(top)
         d = Path(top)
         if d != p.parent or is_package:
             if d not in self._extra_roots and d != self.root:
@@ -1575,6 +1594,33 @@ class ProjectIndex:
                 continue
             return ".".join(rel.parts), is_package
         return p.stem, is_package
+
+    def _namespace_levels(self, top: str, package: str, path: str) -> int:
+        """How many directories above the top regular package ``package`` (in ``top``, a directory
+        without ``__init__.py``) are namespace packages (PEP 420) of the module names: ``texar/`` for
+        ``texar/torch/__init__.py`` when the package's own code imports itself as ``texar.torch``
+        (read from the package's ``__init__.py`` or the file ``path``; no such import: none). Up to
+        three levels; remembered per directory and package."""
+        key = ("namespace", top, package)
+        got = self._namespaces.get(key)
+        if got is not None:
+            return got
+        levels, names, d = 0, [package], top
+        texts = [self._read_text(Path(top, package, "__init__.py")), self._read_text(Path(path))]
+        up = os.path.dirname
+        while levels < 3 and up(d) != d and not os.path.isfile(os.path.join(d, "__init__.py")):
+            dotted = f"{os.path.basename(d)}.{'.'.join(names)}"
+            if not os.path.basename(d).isidentifier() or not any(
+                re.search(rf"(?m)^[ \t]*(?:from|import)[ \t]+{re.escape(dotted)}\b", t) for t in texts
+            ):
+                break
+            names.insert(0, os.path.basename(d))
+            levels += 1
+            self._namespace_tops.add(names[0])
+            self._tops = None
+            d = up(d)
+        self._namespaces[key] = levels
+        return levels
 
     def path_for(self, module: str) -> Optional[Path]:
         if module in self._paths:
@@ -2272,6 +2318,9 @@ class ProjectIndex:
                 files = sorted(p for p in init.parent.rglob("*.py") if not any(x.startswith(".") for x in p.parts[-4:-1]))
             elif init is not None:
                 files = sorted(init.parent.glob("*.py"))
+            elif top in self._namespace_tops:  # a namespace package: every package below it
+                d = next((r / top for r in self.source_roots() if (r / top).is_dir()), None)
+                files = [] if d is None else sorted(p for p in d.rglob("*.py") if not any(x.startswith(".") for x in p.parts[-4:-1]))
             else:
                 files = []
             self._memo[key] = files
@@ -2450,9 +2499,18 @@ class ProjectIndex:
         def names(entries: Iterable[str]) -> bool:
             return any(e.rsplit(".", 1)[-1] in known for e in entries)
 
+        # a method holder's class (``BloscInterface`` of ``...BloscInterface._fixed_crop``): a method
+        # of one of its bases calling ``cls._fixed_crop()`` gives the holder when called on it
+        owner = holder.rpartition(".")[0] if kind == "callable" else ""
+        owner_bases = {c.qname for c in self.base_chain(owner)[0]} if owner and self.resolve_class(owner) else set()
+
         def gives(callee: str, cls: Optional[str]) -> bool:  # a call of callee may give the holder
             if kind == "callable":
-                return holder in self.results(callee, cls)
+                if holder in self.results(callee, cls):
+                    return True
+                if cls is not None and cls != owner and cls in owner_bases:  # inherited by the holder's class
+                    return holder in self.results(f"{owner}.{callee.rsplit('.', 1)[-1]}", owner)
+                return False
             return holder in self.instances(callee, cls) or holder in self.objects(callee, cls, 0)
 
         for _ in range(8):
@@ -2933,20 +2991,34 @@ def iterates_project_loader(index: ProjectIndex, path: str, k: Knowledge, text: 
     return False
 
 
-_RETURNED_NAME = re.compile(r"\breturn[ \t]+\(?[ \t]*(\w+)")
-_NESTED_DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
+_RETURNED_NAME = re.compile(r"return[ \t]+\(?[ \t]*(\w+)")  # literal first: re scans for it fast
+_DEF_NAME = re.compile(r"(?:def|class)[ \t]+(\w+)")
 
 
 def may_return_callable(text: str) -> bool:
     """The text has ``return lambda ...`` or returns a name that a nested ``def`` / ``class``
     defines (``def make(): def func(x): ...; return func``): a function of the module may return a
-    lambda or a local function (``returned_callables`` reads the ast to know)."""
+    lambda or a local function (``returned_callables`` reads the ast to know). The patterns start
+    with their keyword (no ``\\b`` or ``^``), which the regular expression engine finds by a fast
+    literal search; what stands before a match is tested here."""
     if "return" not in text:
         return False
-    returned = set(_RETURNED_NAME.findall(text))
+    returned = {m.group(1) for m in _RETURNED_NAME.finditer(text) if not _word_before(text, m.start())}
     if "lambda" in returned:
         return True
-    return bool(returned) and any(m in returned for m in _NESTED_DEF.findall(text))
+    if not returned:
+        return False
+    for m in _DEF_NAME.finditer(text):
+        if m.group(1) in returned:
+            start = m.start()
+            before = text[text.rfind("\n", 0, start) + 1 : start]  # the line up to ``def``: indented
+            if before[:1] in (" ", "\t") and before.strip() in ("", "async"):
+                return True
+    return False
+
+
+def _word_before(text: str, pos: int) -> bool:
+    return pos > 0 and (text[pos - 1].isalnum() or text[pos - 1] == "_")
 
 
 def returns_kept_callable(

@@ -270,3 +270,48 @@ def test_names_the_package_text_proves_no_dataset_are_not_resolved(tmp_path: Pat
     write(tmp_path, {"vid/caller.py": caller.replace("pipeline(lambda v: v)", "Clips(lambda v: v)")})
     r = forksafe(tmp_path, "vid/caller.py", "--no-cache", "--select", "FRK201,FRK202")
     assert [line.split(" ", 2)[1] for line in r.stdout.splitlines() if " FRK" in line] == ["FRK201"]
+
+
+GRAPHS = """\
+    from torch.utils.data import Dataset
+
+
+    class GraphDataset(Dataset):
+        def __init__(self, graphs):
+            self.graphs = graphs
+
+        def filter(self, filter_fn, deep_copy=False):
+            kept = [g for g in self.graphs if filter_fn(g)]
+            return GraphDataset(list(kept) if deep_copy else kept)
+
+        def map(self, fn):
+            out = GraphDataset(self.graphs)
+            out.fn = fn
+            return out
+
+        def __getitem__(self, i):
+            return self.graphs[i]
+    """
+
+STAGES = """\
+    from torch.utils.data import DataLoader
+
+    from gl.dataset import GraphDataset
+
+
+    def build(graphs, size):
+        ds = GraphDataset(graphs).filter(lambda g: len(g) < size, deep_copy=False)
+        ds = ds.map(lambda g: g * 2)
+        return DataLoader(ds, num_workers=2)
+    """
+
+
+def test_a_stage_of_a_project_dataset_that_only_calls_its_function(tmp_path: Path) -> None:
+    """``.filter(fn)`` of a dataset class in another module calls ``fn`` while filtering and keeps
+    nothing (the index: the stage's parameter is transient): its lambda is not reported; ``.map(fn)``
+    stores ``fn`` on the dataset it returns: reported."""
+    write(tmp_path, {"pyproject.toml": "", "gl/__init__.py": "", "gl/dataset.py": GRAPHS, "gl/stages.py": STAGES})
+    r = forksafe(tmp_path, "gl/stages.py", "--no-cache", "--select", "FRK201")
+    out = [line.split(" ", 2)[:2] for line in r.stdout.splitlines() if " FRK" in line]
+    where = str(Path("gl/stages.py"))
+    assert out == [[f"{where}:8:17:", "FRK201"]], r.stdout + r.stderr

@@ -65,6 +65,10 @@ def built_then(header: str, use: str) -> str:
         "monkeypatch.setattr(dataset, 'x', 1)\n        next(dataset)",
         "assert dataset is not None\n        del dataset",
         "wrapped = Signals(dataset)\n        next(wrapped)",  # wrapped by another dataset used in-process
+        # iterated through a progress bar (vissl's ImageFolder(loader=lambda x: x) script, a false
+        # alarm of session 13's holdout: seen, then fixed)
+        "from tqdm import tqdm\n        for item in tqdm(dataset):\n            break",
+        "for i, item in enumerate(dataset):\n            break",
     ],
 )
 def test_used_in_the_building_process_only(use):
@@ -95,6 +99,7 @@ def test_iterated_where_it_is_built():
         "keep = lambda: dataset",  # captured by a lambda
         "items = [dataset]\n        train(items)",  # put in a container
         "dataset = Signals([])\n        train(dataset)",  # rebound, and a use of the name may reach workers
+        "from tqdm import tqdm\n        train(tqdm(dataset))",  # the wrapper itself goes elsewhere
     ],
 )
 def test_may_reach_workers_keeps_the_finding(use):

@@ -30,6 +30,7 @@ from flake8_forksafe.families.handles.facts import (
 )
 from flake8_forksafe.families.handles.chains import SplitPlan, apply_split, plan_split
 from flake8_forksafe.families.handles.lazy import LazyPlan, apply_lazy, plan_derived, plan_lazy
+from flake8_forksafe.families.handles.passed import handles_passed_to_datasets
 from flake8_forksafe.model import SAFE, UNSAFE, Example, Report, Rule
 
 
@@ -337,10 +338,27 @@ class DS(Dataset):
                     fixable=False,
                 )
 
+        reported = {id(k.handle.site) for k in found}
+        for p in handles_passed_to_datasets(a):  # opened outside the dataset, given to its constructor
+            if id(p.call) in reported:
+                continue
+            reported.add(id(p.call))
+            owner = f"{p.fn.cls.name}.{p.fn.name}()" if p.fn.cls is not None else f"{p.fn.name}()"
+            yield self.report(
+                p.call,
+                f"{p.factory.name}() opened in {owner} is passed to the dataset constructor {p.dataset}() as "
+                f"{p.param}, which keeps it{p.where.replace(' (kept by ', ' (in ', 1)}: forked DataLoader workers share the parent's handle and "
+                "spawn workers cannot pickle it; pass what opens it (a path) and open it lazily in each worker "
+                "process (no automatic fix)",
+                fixable=False,
+            )
+
     def _plan(self, a: Analysis, k: Kept, group: List[Kept]):
         h = k.handle
         if h.container:
             return "the handle is kept in a container"
+        if h.captured:
+            return f"the handle is captured by {h.captured}, kept on the instance"
         if not h.direct:
             return self._plan_split(a, k, group)
         others = sorted({g.sa.attr for g in group if g.sa.attr != k.sa.attr})
@@ -402,6 +420,8 @@ class DS(Dataset):
         opened = f"opened in {owner}.{in_}"
         if k.handle.helper:
             opened = f"returned by {k.handle.helper}(), called in {owner}.{in_},"
+        if k.handle.captured:
+            via = f" (captured by {'the local function ' if k.handle.captured != 'a lambda' else ''}{k.handle.captured}){via}"
         if also:
             via += f" (also kept in {', '.join(also)})"
         return (

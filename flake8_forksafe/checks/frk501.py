@@ -6,7 +6,7 @@ from typing import Iterator, List, Optional
 
 import libcst as cst
 
-from flake8_forksafe.analysis import Analysis, FuncInfo, LoaderCall, keyword, string_value
+from flake8_forksafe.analysis import Analysis, FuncInfo, LoaderCall, has_star_kwargs, keyword, string_value
 from flake8_forksafe.model import UNSAFE, Example, Report, Rule
 from flake8_forksafe.families.processes.start_method import set_keyword_in
 
@@ -39,14 +39,19 @@ def restarted_workers(a: Analysis, lc: LoaderCall) -> Optional[str]:
         return None  # a same-file DataLoader subclass may set persistent_workers itself
     if lc.arg("num_workers", 5) is None or lc.workers == "zero":
         return None
-    method = context_method(a, lc.arg("multiprocessing_context", 11), lc.site.func)
+    given = lc.arg("multiprocessing_context", 11)
+    flowed = given is None and has_star_kwargs(lc.node)
+    method = context_method(a, lc.given("multiprocessing_context", 11) if flowed else given, lc.site.func)
     if method not in RESTARTED:
         return None
     pw = keyword(lc.node, "persistent_workers")
     if pw is not None and not (isinstance(pw.value, cst.Name) and pw.value.value == "False"):
         return None  # True, or a value only known at run time
     if pw is None and any(arg.star == "**" for arg in lc.node.args):
-        return None  # maybe in **kwargs
+        if not flowed or lc.given("persistent_workers") is not None:
+            return None  # maybe in **kwargs
+        # the context came through a ``**kwargs`` dict this module builds (``kwargs =
+        # {}; kwargs["multiprocessing_context"] = "forkserver"``) that sets no persistent_workers
     return method
 
 
@@ -134,11 +139,14 @@ def make(ds, workers):
             method = restarted_workers(a, lc)
             if method is None:
                 continue
+            flowed = lc.arg("multiprocessing_context", 11) is None  # through a **kwargs dict
             yield self.report(
                 lc.node,
-                f"DataLoader with {method} workers but without persistent_workers=True: every epoch "
-                f"starts new workers, each re-importing the main module and unpickling the dataset; "
-                f"pass persistent_workers=True",
+                f"DataLoader with {method} workers{' (multiprocessing_context from a **kwargs dict)' if flowed else ''} "
+                f"but without persistent_workers=True: every epoch starts new workers, each re-importing the main "
+                f"module and unpickling the dataset; pass persistent_workers=True"
+                + (" (no automatic fix: the dict may gain the key elsewhere)" if flowed else ""),
+                fixable=not flowed,
             )
 
     def fix(self, a: Analysis, reports: List[Report]) -> cst.Module:

@@ -95,6 +95,26 @@ class DS(Dataset):
     def __getitem__(self, i):
         return np.random.normal(size=3)
 """,
+        # a datapipe re-seeds its RNG in set_seed(), which the DataLoader calls in each worker with a
+        # new seed every epoch (rules/libraries.toml: the datapipes' worker hooks)
+        """
+import random
+from torch.utils.data import IterDataPipe
+
+class Shuffler(IterDataPipe):
+    def __init__(self, source):
+        self.source = source
+        self._rng = random.Random()
+
+    def set_seed(self, seed):
+        self._rng.seed(seed)
+        return self
+
+    def __iter__(self):
+        items = list(self.source)
+        self._rng.shuffle(items)
+        yield from items
+""",
         # created in the worker from the worker's seed
         """
 import numpy as np

@@ -927,3 +927,143 @@ def test_itemish_reader_the_dataset_rebuilds_on_unpickling():
     assert findings(src) == []
     no_setstate = src.replace("def __setstate__(self, state):\n            self.initialize(state)\n", "")
     assert [f[:2] for f in findings(no_setstate)] == [("FRK101", 7)]
+
+
+def test_a_plain_class_given_to_a_loader_through_an_annotated_parameter():
+    """``def split(dataset: PatchCamelyon, n): DataLoader(dataset, num_workers=n)``: the class
+    (no torch base, ``__getitem__``) is dataset-like because its objects reach a DataLoader; the
+    h5py file its helper opens for ``__init__`` and whose dataset it keeps is FRK101 (vissl's
+    PatchCamelyon script, a miss of session 13's holdout: seen, then fixed). Without the
+    annotation, nothing says what ``dataset`` is."""
+    src = """
+        import h5py
+        from torch.utils.data import DataLoader
+
+        class PatchCamelyon:
+            def __init__(self, path):
+                self.x = self._open(path)["x"]
+
+            def _open(self, p):
+                return h5py.File(p, "r")
+
+            def __getitem__(self, i):
+                return self.x[i]
+
+        def split(dataset: PatchCamelyon, n):
+            return list(DataLoader(dataset, num_workers=n))
+        """
+    assert findings(src) == [("FRK101", 10, 15, None)]
+    assert findings(src.replace("dataset: PatchCamelyon", "dataset")) == []
+
+
+def test_a_handle_captured_by_a_local_function_kept_on_the_dataset():
+    """``f = open(p)`` read by a local function (or a lambda) that ``__init__`` keeps on ``self``:
+    the closure keeps the handle (pytorch-ood's TinyImages, a miss of session 13's holdout: seen,
+    then fixed). No automatic fix; a local function that only reads other locals keeps no handle."""
+    src = """
+        from torch.utils.data import Dataset
+
+        class TI(Dataset):
+            def __init__(self, datafile, n):
+                data_file = open(datafile, "rb")
+                size = n
+
+                def load_image(idx):
+                    data_file.seek(idx * size)
+                    return data_file.read(size)
+
+                self.load_image = load_image
+
+            def __getitem__(self, i):
+                return self.load_image(i)
+        """
+    got = check_dedented(src, "ds.py", CFG)
+    assert [(f.code, f.line, f.col, f.fix) for f in got] == [("FRK101", 6, 20, None)]
+    assert "kept in self.load_image (captured by the local function load_image())" in got[0].message
+    lam = src.replace("self.load_image = load_image", "self.load_image = lambda i: data_file.read(i)")
+    got = check_dedented(lam, "ds.py", CFG)
+    assert [(f.line, f.col) for f in got] == [(6, 20)] and "(captured by a lambda)" in got[0].message
+    quiet = src.replace('data_file = open(datafile, "rb")', "data_file = datafile")
+    assert findings(quiet) == []
+
+
+PASSED = """
+    import h5py
+    from torch.utils.data import DataLoader, Dataset
+
+    class DS(Dataset):
+        def __init__(self, h5file, keys, opener=None):
+            self.h5data = h5file
+            self.keys = keys
+            self.n = len(opener) if opener is not None else 0
+
+        def __getitem__(self, i):
+            return self.h5data[self.keys[i]][()]
+
+    def make(path, keys):
+        f = h5py.File(path, "r")
+        ds = DS(f, keys)
+        return DataLoader(ds, num_workers=4)
+
+    def make_inline(path, keys):
+        return DS(h5py.File(path, "r"), keys=keys)
+
+    def only_used_while_constructing(path, keys):
+        return DS(None, keys, opener=h5py.File(path, "r"))
+
+    def in_a_with_block(path, keys):
+        with h5py.File(path, "r") as f:
+            return DS(f, keys)
+
+    def closed(path, keys):
+        f = h5py.File(path, "r")
+        ds = DS(f, keys)
+        f.close()
+        return ds
+    """
+
+
+def test_a_handle_opened_outside_and_given_to_a_dataset_constructor_that_keeps_it():
+    """terratorch's Sen4Map datamodule opens ``h5py.File`` in ``setup()`` and passes it to the
+    dataset, whose ``__init__`` keeps it (a miss of session 13's holdout: seen, then fixed). Not: a
+    parameter the constructor only uses, a ``with`` block, a handle closed in the function."""
+    got = check_dedented(PASSED, "ds.py", CFG)
+    assert [(f.code, f.line, f.col, f.fix) for f in got] == [("FRK101", 15, 8, None), ("FRK101", 20, 14, None)]
+    assert got[0].message.startswith(
+        "h5py.File() opened in make() is passed to the dataset constructor DS() as h5file, which keeps it: "
+    )
+    zero = PASSED.replace("num_workers=4", "num_workers=0")
+    assert findings(zero) == []
+
+
+def test_a_handle_given_to_a_dataset_class_of_another_module(tmp_path):
+    from tests.test_index import forksafe, write
+
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "geo/__init__.py": "",
+            "geo/datasets.py": PASSED.split("def make(")[0],
+            "geo/datamodule.py": """
+                import h5py
+                from torch.utils.data import DataLoader
+
+                from geo.datasets import DS
+
+
+                class DataModule:
+                    def setup(self, path, keys):
+                        train_file = h5py.File(path, "r")
+                        self.train = DS(train_file, h5data_keys=keys)
+
+                    def train_dataloader(self):
+                        return DataLoader(self.train, num_workers=8)
+                """,
+        },
+    )
+    r = forksafe(tmp_path, "geo/datamodule.py", "--no-cache", "--select", "FRK101")
+    out = [line for line in r.stdout.splitlines() if " FRK101 " in line]
+    assert len(out) == 1 and out[0].startswith(f"{Path('geo/datamodule.py')}:10:22: FRK101 "), r.stdout + r.stderr
+    assert "h5py.File() opened in DataModule.setup() is passed to the dataset constructor DS() as h5file" in out[0]
+    assert out[0].endswith(f"as h5file, which keeps it (in DS.__init__, {Path('geo/datasets.py')}:6)")

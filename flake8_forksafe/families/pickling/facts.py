@@ -6,7 +6,6 @@ expression keeps (``Keeper``)."""
 from __future__ import annotations
 
 import functools
-import weakref
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
@@ -25,6 +24,13 @@ from flake8_forksafe.analysis import (
     push_children,
     returned_values,
     string_value,
+)
+from flake8_forksafe.families.constructors import (  # noqa: F401 - dataset_constructor: notebook.py
+    _project_dataset_factory,
+    constructor_stores,
+    dataset_constructor,
+    local_definition,
+    local_definitions,
 )
 from flake8_forksafe.prefilter import LOADER_ATTRS  # the gate's anchor is the rule's vocabulary
 
@@ -45,51 +51,6 @@ class Leaf:
     hint: str  # a name describing where it is used (attribute, keyword, variable)
     in_lambda_call: bool  # wrapped in transforms.Lambda(...)
     factory: str = ""  # made and returned by this closure factory (``Cls._make_transform``), called elsewhere
-
-
-_LOCAL_INDEX: "weakref.WeakKeyDictionary[Analysis, Dict[Tuple[int, str], object]]" = weakref.WeakKeyDictionary()
-
-
-def _local_index(a: Analysis) -> Dict[Tuple[int, str], object]:
-    """(id of the enclosing FuncInfo, name) -> the function or class defined directly inside it."""
-    index = _LOCAL_INDEX.get(a)
-    if index is None:
-        index = {}
-        for c in a.classes:
-            if c.in_function is not None:
-                index.setdefault((id(c.in_function), c.name), c)
-        for n in a.nested_functions:
-            if n.cls is None and n.parent is not None:
-                index[(id(n.parent), n.name)] = n  # a def wins over a class of the same name
-        _LOCAL_INDEX[a] = index
-    return index
-
-
-def local_definitions(a: Analysis, name: str, scope: Optional[FuncInfo]) -> List[object]:
-    """Every function named ``name`` defined directly inside the innermost function enclosing
-    ``scope`` that defines one, in source order (one per branch: ``if lib == "PIL": def func(x): ...
-    elif lib == "PyTorch": def func(x): ...``), or ``local_definition``'s class, or []."""
-    one = local_definition(a, name, scope)
-    if not isinstance(one, FuncInfo):
-        return [one] if one is not None else []
-    return [n for n in a.nested_functions if n.parent is one.parent and n.cls is None and n.name == name] or [one]
-
-
-def local_definition(a: Analysis, name: str, scope: Optional[FuncInfo]):
-    """The FuncInfo / ClassInfo of a function or class named ``name`` defined inside a function that
-    encloses ``scope`` (innermost first), or None."""
-    if scope is None:
-        return None
-    index = _local_index(a)
-    if not index:
-        return None
-    f = scope
-    while f is not None:
-        hit = index.get((id(f), name))
-        if hit is not None:
-            return hit
-        f = f.parent
-    return None
 
 
 class Keeper:
@@ -271,8 +232,6 @@ def closure_factory(a: Analysis, call: cst.Call, scope: Optional[FuncInfo]) -> O
     return fn
 
 
-
-
 @dataclass
 class Sink:
     what: str  # "stored on dataset DS (self.transform)", for messages
@@ -425,41 +384,6 @@ def transient_params(init: FuncInfo) -> FrozenSet[str]:
     return frozenset(left)
 
 
-def dataset_constructor(a: Analysis, site: CallSite) -> Optional[str]:
-    """The name of the dataset class ``site`` constructs (same-file dataset classes, classes of
-    ``dataset_modules`` such as ``torchvision.datasets``, dataset base names), or None."""
-    f = site.node.func
-    if isinstance(f, cst.Name):
-        d = local_definition(a, f.value, site.func)
-        if isinstance(d, ClassInfo):
-            return d.name if d in a.dataset_classes else None
-        c = a.module_classes.get(f.value)
-        if c is not None:
-            return c.name if c in a.dataset_classes else None
-    q = site.qname
-    if not q:
-        return None
-    last = q.rsplit(".", 1)[-1]
-    if last[:1].isupper() and any(q.startswith(m + ".") for m in a.knowledge.dataset_modules):
-        return last
-    if a._is_dataset_base_name(q):
-        return last
-    if last[:1].isupper() and a.project_dataset_base(q):
-        return last  # a dataset class of another module of the project (the index)
-    if _project_dataset_factory(a, q) is not None:
-        return last  # a function of another module of the project that makes datasets of its arguments
-    return None
-
-
-def _project_dataset_factory(a: Analysis, qname: str) -> Optional[Tuple[List[str], Set[str], str]]:
-    if a.index is None:
-        return None
-    try:
-        return a.index.dataset_factory(a.absolute(qname), a._is_dataset_base_name)
-    except Exception:  # noqa: BLE001 - the index cannot say
-        return None
-
-
 # calls that use an object in the calling process, without keeping it or handing it on
 IN_PROCESS_CALLS = frozenset({
     "next", "iter", "len", "list", "tuple", "sorted", "enumerate", "zip", "isinstance", "hasattr", "getattr",
@@ -473,7 +397,8 @@ _STAYS_DEPTH = 3
 def stays_in_process(a: Analysis, site: CallSite, depth: int = 0) -> bool:
     """The object ``site`` builds inside a function is used in this process only: iterated by a
     ``for`` or a comprehension, given to ``IN_PROCESS_CALLS`` (``next``, ``list``...) or to pytest's
-    ``monkeypatch``, wrapped by another dataset constructor whose result does the same, or bound to
+    ``monkeypatch``, wrapped by another dataset constructor or a lazy iteration wrapper (``tqdm``)
+    whose result does the same, or bound to
     a local name (not a parameter) whose every use does, whichever assignment it reads: indexed,
     iterated, measured, advanced, attributes read or set, methods called on it (but one whose name
     says it builds a loader or an
@@ -553,9 +478,11 @@ def _stays(a: Analysis, fn: FuncInfo, node: cst.CSTNode, parents: Dict[int, cst.
         if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.attr.value in _FIXTURE_CALLS.get(f.value.value, ()):
             return f.value.value in fn.params
         wrap = next((c for c in fn.calls if c.node is call), None)  # not in a nested scope: fn's own
-        return wrap is not None and dataset_constructor(a, wrap) is not None and depth < _STAYS_DEPTH and (
-            _stays(a, fn, call, parents, depth + 1)
-        )
+        # wrapped by another dataset constructor, or by a lazy iteration wrapper (``tqdm(ds)``,
+        # ``enumerate(ds)``: rules/multiprocessing.toml), whose result stays too
+        return wrap is not None and (
+            dataset_constructor(a, wrap) is not None or (wrap.qname or "") in a.knowledge.iteration_wrappers
+        ) and depth < _STAYS_DEPTH and _stays(a, fn, call, parents, depth + 1)
     return False
 
 
@@ -583,56 +510,6 @@ def _library_dataset(a: Analysis, site: CallSite) -> bool:
         return lib.dataset
     last = q.rsplit(".", 1)[-1]
     return last[:1].isupper() and any(q.startswith(m + ".") for m in k.dataset_modules)
-
-
-def constructor_stores(a: Analysis, site: CallSite, base: Optional[ClassInfo]) -> Tuple[List[str], Set[str], str]:
-    """(the parameters of the ``__init__`` that ``site`` runs, after ``self``; those it stores on
-    ``self`` as they are (``self._transform = transform``); where it is, when in another module:
-    `` (stored by EpicKitchenDataset.__init__, data/epic_kitchen.py:88)``). A same-file ``__init__``
-    is read from the file, one in another module of the project from the project index; nothing
-    known: nothing stored."""
-    init: Optional[FuncInfo] = None
-    owner: Optional[ClassInfo] = base
-    if base is not None:
-        init = a.resolve_method(base, "__init__", after=base)
-    else:
-        f = site.node.func
-        owner = a.module_classes.get(f.value) if isinstance(f, cst.Name) else None
-        if owner is None and isinstance(f, cst.Name):
-            d = local_definition(a, f.value, site.func)
-            owner = d if isinstance(d, ClassInfo) else None
-        if owner is not None:
-            init = a.resolve_method(owner, "__init__")
-    if init is not None:
-        params = [p for p in init.params if p != init.self_name]
-        kept = {
-            sa.value.value
-            for sa in init.self_assigns
-            if sa.kind == "assign" and isinstance(sa.value, cst.Name) and sa.value.value in params
-        }
-        return params, kept, ""
-    if a.index is None:
-        return [], set(), ""
-    if owner is not None:
-        q = a.class_qname(owner)
-    elif site.qname:  # a class imported from another module of the project
-        ref = a.index.resolve_class(a.absolute(site.qname))
-        q = ref.qname if ref is not None else None
-        if ref is None:
-            made = _project_dataset_factory(a, site.qname)
-            if made is not None:
-                return made
-    else:
-        q = None
-    if q is None:
-        return [], set(), ""
-    ref = a.index.resolve_method(q, "__init__", after=q if base is not None else None)
-    m = a.index.method(ref) if ref is not None else None
-    if m is None or ref is None:
-        return [], set(), ""
-    params = list(m.params[1:])
-    kept = {x.detail for x in m.assigns if x.kind == "param" and x.detail in params}
-    return params, kept, f" (kept by {ref.label}, {ref.path}:{ref.line})"
 
 
 class Sinks:
@@ -753,9 +630,12 @@ class Sinks:
             if rs is None or (isinstance(rs, CallSite) and not self._stage_keeps(rs, f.attr.value)):
                 continue
             leaves: List[Leaf] = []
-            for arg in site.node.args:
+            for i, arg in enumerate(site.node.args):
                 hint = arg.keyword.value if arg.keyword is not None else f.attr.value
-                leaves += self.keeper.leaves(arg.value, site.func, hint)
+                got = self.keeper.leaves(arg.value, site.func, hint)
+                if got and isinstance(rs, CallSite) and self._project_stage_applies(rs, f.attr.value, arg, i):
+                    continue
+                leaves += got
             if not leaves:
                 continue
             exempt = a.all_loaders_zero or (id(site.node) in reaching and not reaching[id(site.node)])
@@ -801,6 +681,29 @@ class Sinks:
             return None
         q = self.a.qualify(got[1])
         return q.rsplit(".", 1)[-1] if q and self.a._is_dataset_base_name(q) else None
+
+    def _project_stage_applies(self, root: CallSite, method: str, arg: cst.Arg, i: int) -> bool:
+        """The stage is a method of a dataset class of another module of the project (the index)
+        whose parameter receiving ``arg`` (the ``i``-th argument) it only calls, never keeps
+        (``Method.transient``: ``def filter(self, filter_fn): ... if filter_fn(g): ...``)."""
+        a = self.a
+        if a.index is None or not root.qname or arg.star:
+            return False
+        try:
+            ref = a.index.resolve_method(a.absolute(root.qname), method)
+            m = a.index.method(ref) if ref is not None else None
+        except Exception:  # noqa: BLE001 - the index cannot say
+            return False
+        if m is None or not m.params:
+            return False
+        params = m.params[1:]  # after self
+        if arg.keyword is not None:
+            param = arg.keyword.value
+        elif i < len(params):
+            param = params[i]
+        else:
+            return False
+        return param in m.transient
 
     def _stage_keeps(self, root: CallSite, method: str) -> bool:
         """A stage method of a same-file dataset class keeps its function only when its body stores
@@ -883,8 +786,13 @@ class Sinks:
         found: Dict[int, Tuple[FuncInfo, str, List[ClassInfo], List[Leaf]]] = {}
         for cls in a.dataset_classes:
             worker = {id(f) for f in a.worker_side(cls)}
-            parent = {id(f) for f in a.parent_side(cls)}
-            for fn in a.class_functions(cls):
+            parent_fns = a.parent_side(cls)
+            parent = {id(f) for f in parent_fns}
+            own = a.class_functions(cls)
+            mine = {id(f) for f in own}
+            # and an overridden base method the parent side still runs (``super().__init__(cfg)``
+            # into a same-file mixin's ``__init__``)
+            for fn in own + [f for f in parent_fns if id(f) not in mine and f.cls is not None]:
                 if (id(fn) in worker and id(fn) not in parent) or fn.name == "__setstate__":
                     continue  # runs in the worker (after unpickling): never pickled again
                 for sa in fn.self_assigns:
