@@ -91,8 +91,9 @@ class Method:
     # a class), "callret:<callee>" (calling what the callee returns: ``cls_ = pick(); return cls_(f)``)
     makes: List[str] = field(default_factory=list)
     keeps: List[str] = field(default_factory=list)
-    # of a method: parameters it only calls (``label_fn(path)``, also in a list comprehension) or
-    # never reads; never stored, passed on, captured by a nested scope or a generator expression
+    # of an ``__init__``: parameters it only calls (``label_fn(path)``, also in a list comprehension)
+    # or never reads; of another method, the parameters it calls that it only calls; never stored,
+    # passed on, captured by a nested scope or a generator expression
     transient: List[str] = field(default_factory=list)
     # parameters the body passes as they are to a seeder of ``rules/rng.toml`` (``random.seed(seed)``):
     # a seeding helper (``set_global_seed(seed)``), followed by FRK602 from a worker_init_fn
@@ -477,8 +478,11 @@ class _Summariser:
                     m.makes.append(e)
         if saved_names is not None:
             self.s.names = saved_names
-        if self_name:  # an __init__'s (constructor arguments), a pipeline stage's (``ds.filter(fn)``)
+        if self_name and node.name == "__init__":  # constructor arguments used only while constructing
             m.transient = transient_params_of_ast(node, [p for p in params if p != self_name])
+        elif self_name:  # a pipeline stage's (``ds.filter(fn)``): only a parameter the body calls
+            called = {n.func.id for n in body_nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+            m.transient = transient_params_of_ast(node, [p for p in params if p != self_name and p in called])
         loader = next((w for w in (self.loader_workers(r, fn, node) for r in returns) if w), "")
         if generator:
             m.returns = "generator"
@@ -1177,8 +1181,9 @@ _CLASS_HEAD = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?", re.M)
 _TOP_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.M)
 _TOP_END = re.compile(r"^(?:async[ \t]+def|def|class|@)[ \t]*", re.M)  # where a module-level def's text ends
 _ALIAS = re.compile(r"\b(\w+)[ \t]+as[ \t]+(\w+)")
-_KEEPING = re.compile(r"\bself\.\w+(?:\.\w+)*(?:\[[^\]\n]*\])?[ \t]*(?:=(?!=)|\.(?:append|extend|add|insert|setdefault|update)\()")
+_KEEPING = re.compile(r"\bself\.\w+(?:\.\w+)*(?:\[[^\]\n]*\])?[ \t]*(?::[^=\n]*)?(?:=(?!=)|\.(?:append|extend|add|insert|setdefault|update)\()")
 _RETURNING = re.compile(r"\breturn\b")
+_LOCAL_ASSIGN = re.compile(r"^[ \t]+(\w+)[ \t]*(?::[^=\n]*)?=(?!=)", re.M)  # ``name = ...`` in a body
 _CALL_WORD = re.compile(r"(\w+)[ \t]*\(")
 
 
@@ -1266,9 +1271,12 @@ class _DatasetText:
                     names.add(c)
                     changed = True
         self.classes = frozenset(bases_of)
+        self.bases_of = bases_of  # class name -> the words of its base list
+        self._subclasses: Optional[Dict[str, Set[str]]] = None
         self.candidates = frozenset(names)
         self.base_names, self.suffixes = base_names, suffixes
         self._factories: Dict[str, bool] = {}
+        self._cuda_defs: Optional[FrozenSet[str]] = None
         self._kept_results: Optional[FrozenSet[str]] = None
         self._loader_makers: Optional[FrozenSet[str]] = None
         self._maker_pattern: Optional["re.Pattern[str]"] = None
@@ -1342,12 +1350,13 @@ class _DatasetText:
                     owner = heads[i][2] if i >= 0 else ""
                     rest = _statement_rest(text, m.end())
                     words = returned.setdefault(owner, set())
-                    words.update(_CALL_WORD.findall(rest))
-                    local = rest.strip()
-                    if local.isidentifier() and i >= 0:  # ``f = cls._crop(...); return f``: what f is given
-                        body = text[heads[i][0] : m.start()]
-                        for a in re.finditer(rf"\b{re.escape(local)}[ \t]*=(?!=)", body):
-                            words.update(_CALL_WORD.findall(_statement_rest(body, a.end())))
+                    words.update(_WORD.findall(rest))  # called or not: ``return EncodedVideoPyAV``
+                    if i >= 0:  # ``f = cls._crop(...); return f``, ``cls_ = pick(d); return cls_(p)``:
+                        body = text[heads[i][0] : m.start()]  # what a returned local was given
+                        returned_words = set(_WORD.findall(rest))
+                        for a in _LOCAL_ASSIGN.finditer(body):
+                            if a.group(1) in returned_words:
+                                words.update(_WORD.findall(_statement_rest(body, a.end())))
             out = set(kept)
             todo = list(out)
             while todo:
@@ -1357,6 +1366,62 @@ class _DatasetText:
                         todo.append(w)
             self._kept_results = frozenset(out)
         return self._kept_results
+
+    def cuda_defs(self, top: str, tops: Set[str]) -> FrozenSet[str]:
+        """The package's module-level functions that may use CUDA as ``ProjectIndex.function_cuda``
+        finds it (a literal ``torch.cuda.X()``, ``.cuda()``, ``"cuda"``: each spelled with "cuda"):
+        those of a module whose text says "cuda" (the word may be in an import), and those that call
+        (by name) one of them, or that are in a module importing another top package ``tops`` of the
+        project (its functions are not read here). The package is ``top``."""
+        if self._cuda_defs is None:
+            by_file: Dict[Path, List[Tuple[str, int, int]]] = {}
+            for name, spans in self.defs.items():
+                for p, a, b in spans:
+                    by_file.setdefault(p, []).append((name, a, b))
+            maybe: Set[str] = set()
+            calls: Dict[str, Set[str]] = {}
+            others = tops - {top}
+            for p, spans in by_file.items():
+                text = self.read(p)
+                foreign = bool(others) and (
+                    any(m.split(".", 1)[0] in others for _, m, _ in _at_line_starts(_FROM_IMPORT, text))
+                    or any(n.strip().split(".", 1)[0] in others for line in _at_line_starts(_IMPORT, text) for n in line.split(","))
+                )
+                for name, a, b in spans:
+                    if foreign or "cuda" in text:
+                        maybe.add(name)
+                    else:
+                        calls.setdefault(name, set()).update(_CALL_WORD.findall(text, a, b))
+            changed = True
+            while changed:
+                changed = False
+                for name, ws in calls.items():
+                    if name not in maybe and not ws.isdisjoint(maybe):
+                        maybe.add(name)
+                        changed = True
+            self._cuda_defs = frozenset(maybe)
+        return self._cuda_defs
+
+    def may_be_kept(self, name: str) -> bool:
+        """Objects of the class ``name`` (or of a subclass of it in the package) may be kept on
+        ``self`` somewhere in the package: it, or a function returning it, is named where something
+        is kept (``kept_results``). False: no dataset keeps them (``ProjectIndex.keepers`` would find
+        none), and the class need not be summarised as a handle holder."""
+        kept = self.kept_results
+        if self._subclasses is None:
+            subs: Dict[str, Set[str]] = {}
+            for c, ws in self.bases_of.items():
+                for w in ws:
+                    subs.setdefault(w, set()).add(c)
+            self._subclasses = subs
+        todo, seen = [name], set()
+        while todo:
+            n = todo.pop()
+            if n in kept:
+                return True
+            seen.add(n)
+            todo += [c for c in self._subclasses.get(n, ()) if c not in seen]
+        return False
 
     def may_make(self, name: str, depth: int = 0) -> bool:
         """A name the index may find to be a dataset class (a base itself, ``Dataset(...)``, or a
@@ -2036,6 +2101,13 @@ class ProjectIndex:
     def _function_cuda(self, qname: str, depth: int, seen: Set[str]) -> Optional[Tuple[str, str, str, int]]:
         if depth > 4 or qname in seen or len(seen) > 64:
             return None
+        top, _, rest = qname.partition(".")
+        tops = self.top_packages()
+        if depth == 0 and rest and top in tops:  # what the package's text proves uses no CUDA: no summary
+            table = self._dataset_text_table(qname)
+            name = qname.rsplit(".", 1)[-1]
+            if name in table.defs and name not in table.cuda_defs(top, tops):
+                return None
         seen.add(qname)
         q = self.canonical(qname)
         mod, _, name = q.rpartition(".")
@@ -2172,6 +2244,9 @@ class ProjectIndex:
         return self._memo[key]  # type: ignore[return-value]
 
     def _dataset_factory(self, qname: str, is_base: Callable[[str], bool]) -> Optional[Tuple[List[str], Set[str], str]]:
+        top = qname.split(".", 1)[0]
+        if top in self.top_packages() and not self.may_make_dataset(qname):
+            return None  # the package's text proves it makes no dataset: nothing summarised
         got = self.callable_at(qname)
         if got is None or got[1] is not None:
             return None
@@ -2378,6 +2453,12 @@ class ProjectIndex:
         three deep) names no such class. Anything the text reading does not find (an assigned name, a
         name of a C extension) may (the summaries decide)."""
         return self._dataset_text_table(qname).may_make(qname.rsplit(".", 1)[-1])
+
+    def may_be_kept(self, qname: str) -> bool:
+        """Whether objects of the project class ``qname`` may be kept on ``self`` anywhere in its
+        package, read from the package's text (``_DatasetText.may_be_kept``): a class no text keeps
+        is no handle holder any dataset keeps, and is not summarised to find out."""
+        return self._dataset_text_table(qname).may_be_kept(qname.rsplit(".", 1)[-1])
 
     def holder_search_too_big(self, qname: str) -> bool:
         """The package of ``qname`` has more than ``MAX_HOLDER_PACKAGE_BYTES`` of files: no search

@@ -301,3 +301,105 @@ def test_the_fast_readers_equal_the_slow_ones_on_real_sources() -> None:
                 assert index._body_nodes(node.body) == _slow_body_nodes(node.body), (p, node.name)
                 n += 1
     assert n > 1000
+
+
+PKG_TEXT = {
+    "pyproject.toml": "",
+    "pk/__init__.py": "",
+    "pk/io.py": """\
+        class Reader:
+            def __init__(self, p):
+                self.f = open(p)
+
+
+        class FastReader(Reader):
+            pass
+
+
+        class Unused:
+            def __init__(self, p):
+                self.f = open(p)
+
+
+        def make_reader(p):
+            r = FastReader(p)
+            return r
+
+
+        class Picked:
+            def __init__(self, p):
+                self.f = open(p)
+
+
+        def pick(kind):
+            if kind:
+                cls_ = Picked
+            return cls_
+
+
+        def plain(x):
+            return x + 1
+
+
+        def calls_plain(x):
+            return plain(x)
+        """,
+    "pk/gpu.py": """\
+        import torch
+
+
+        def to_gpu(x):
+            return x.to("cuda")
+        """,
+    "pk/mixed.py": """\
+        from pk.gpu import to_gpu
+
+
+        def helper(x):
+            return to_gpu(x)
+        """,
+    "pk/data.py": """\
+        from torch.utils.data import Dataset
+
+        from pk.io import make_reader
+
+
+        class DS(Dataset):
+            def __init__(self, p):
+                self.reader = make_reader(p)
+                self.picked: object = pick(p)(p)  # annotated, as pytorchvideo's self._videos: Dict[...] = ...
+
+            def __getitem__(self, i):
+                return self.reader.f.read(i)
+        """,
+}
+
+
+def test_the_package_text_says_which_classes_may_be_kept(tmp_path: Path) -> None:
+    """A class whose objects no text of its package keeps (``Unused``) is no handle holder any
+    dataset keeps: not summarised to find out. Kept through a function that returns it by name
+    (``r = FastReader(p); return r``), through a subclass (``Reader``, whose subclass is kept), or
+    as the class a kept call's callee returns (``cls_ = Picked; return cls_``, then ``pick(p)(p)``:
+    pytorchvideo's ``select_video_class``): may be."""
+    write(tmp_path, PKG_TEXT)
+    ix = ProjectIndex(tmp_path, K)
+    ix.module_for(str(tmp_path / "pk/io.py"))
+    names = ("Reader", "FastReader", "Unused", "make_reader", "Picked")
+    assert [n for n in names if ix.may_be_kept(f"pk.io.{n}")] == ["Reader", "FastReader", "make_reader", "Picked"]
+    # a function whose text names no dataset class makes no dataset: not resolved either
+    assert ix.dataset_factory("pk.io.make_reader", lambda q: q.endswith("Dataset")) is None
+    assert ix.summarised == 0  # text only
+
+
+def test_the_package_text_says_which_functions_may_use_cuda(tmp_path: Path) -> None:
+    """A module-level function of a module whose text never says "cuda", calling no function that
+    may, is not summarised when FRK301 asks whether it uses CUDA; one that does, or calls one that
+    does (by name, across modules), is resolved as before."""
+    write(tmp_path, PKG_TEXT)
+    ix = ProjectIndex(tmp_path, K)
+    ix.module_for(str(tmp_path / "pk/io.py"))
+    assert ix.function_cuda("pk.io.calls_plain") is None and ix.summarised == 0
+    assert ix.function_cuda("pk.gpu.to_gpu")[0] == ".to(cuda)"
+    assert ix.function_cuda("pk.mixed.helper")[1] == "pk.gpu.to_gpu"
+    table = ix._dataset_text_table("pk.io")
+    assert sorted(table.cuda_defs("pk", {"pk"})) == ["helper", "to_gpu"]

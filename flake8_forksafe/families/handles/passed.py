@@ -8,11 +8,11 @@ the project through the index)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Set
+from typing import List, Optional, Set
 
 import libcst as cst
 
-from flake8_forksafe.analysis import Analysis, CallSite, FuncInfo, chain_root, handle_source
+from flake8_forksafe.analysis import Analysis, CallSite, FuncInfo, chain_root, factory_of, handle_source
 from flake8_forksafe.families.constructors import constructor_stores, dataset_constructor
 
 
@@ -34,6 +34,11 @@ def handles_passed_to_datasets(a: Analysis) -> List[PassedHandle]:
     a module where every loader has ``num_workers=0``."""
     if a.all_loaders_zero:
         return []
+    # a handle given to a constructor comes from a factory call in the calling function or one
+    # around it: only those functions' calls are looked at (most modules open nothing)
+    opening: Set[int] = {id(site.func) for site in a.calls if site.func is not None and factory_of(a, site.node)}
+    if not opening:
+        return []
     worker: Set[int] = set()
     for cls in a.dataset_classes:
         parent = {id(f) for f in a.parent_side(cls)}
@@ -42,6 +47,11 @@ def handles_passed_to_datasets(a: Analysis) -> List[PassedHandle]:
     for site in a.calls:
         fn = site.func
         if fn is None or id(fn) in worker or not site.node.args:
+            continue
+        f: Optional[FuncInfo] = fn
+        while f is not None and id(f) not in opening:
+            f = f.parent
+        if f is None:
             continue
         if not any(handle_source(a, arg.value, fn) for arg in site.node.args if not arg.star):
             continue  # cheap first: most constructor calls get no handle
