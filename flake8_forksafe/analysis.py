@@ -1060,8 +1060,8 @@ class Analysis:
             return ""  # what its own methods keep on self holds no call: no handle (nor the summary asked)
         if not self.index.may_be_kept(q):
             return ""  # no text of its package keeps its objects: no dataset does (nor the summaries asked)
-        if self.index.holder(q) is None:
-            return ""
+        if self.index.holder(q) is None and self.index.holder(q, "rng") is None:
+            return ""  # keeps neither a handle (FRK101) nor an RNG object (FRK601) from __init__
         found = self.index.holder_keepers(q)
         if found is None:
             return ""

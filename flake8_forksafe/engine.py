@@ -94,9 +94,9 @@ def project_anchor(
 
 
 def holder_anchor(index: Any, path: str, config: Config, text: str) -> bool:
-    """The file defines a class that keeps a handle in ``__init__`` whose objects a dataset in
-    another module of the project keeps (the index): FRK101 reports the handle there."""
-    if index is None or "class " not in text or not config.is_enabled("FRK101", True):
+    """The file defines a class that keeps a handle (or an RNG object) in ``__init__`` whose objects
+    a dataset in another module of the project keeps (the index): FRK101 (FRK601) reports it there."""
+    if index is None or "class " not in text or not (config.is_enabled("FRK101", True) or config.is_enabled("FRK601", True)):
         return False
     from flake8_forksafe.index import has_kept_holder
 

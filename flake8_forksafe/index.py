@@ -2375,11 +2375,12 @@ class ProjectIndex:
             path = s.path
         return detail, q, path, got[0].line
 
-    def holder(self, qname: str) -> Optional[AttrFact]:
-        """The first handle (``Assign.kind`` "factory") the class's ``__init__`` keeps on ``self``."""
-        key = ("holder", qname)
+    def holder(self, qname: str, kind: str = "factory") -> Optional[AttrFact]:
+        """The first handle (``Assign.kind`` "factory"; ``kind`` "rng": RNG object) the class's
+        ``__init__`` keeps on ``self``."""
+        key = ("holder", qname, kind)
         if key not in self._memo:
-            self._memo[key] = next((f for f in self.init_assigns(qname) if f.kind == "factory"), None)
+            self._memo[key] = next((f for f in self.init_assigns(qname) if f.kind == kind), None)
         return self._memo[key]  # type: ignore[return-value]
 
     def _package_files(self, qname: str) -> List[Path]:
@@ -2644,7 +2645,7 @@ class ProjectIndex:
         s = self.summary(mod) if mod else None
         for name, c in (s.classes.items() if s is not None else ()):
             sub = f"{mod}.{name}"
-            if sub != holder and holder in c.bases and self.holder(sub) is not None:
+            if sub != holder and holder in c.bases and (self.holder(sub) is not None or self.holder(sub, "rng") is not None):
                 got = self.keepers(sub)
                 if got is not None:
                     return got, name
@@ -3135,6 +3136,8 @@ def _holder_text(k: Knowledge) -> "re.Pattern[str]":
             dotted.add(q)
         if last[:1].isupper() and any(ch.isupper() for ch in last[1:]):  # TiffFile, OpenSlide, VideoCapture
             bare.add(last)
+    for q in k.rng_constructors:  # an RNG object kept by a helper a dataset keeps (FRK601)
+        bare.add(q.rsplit(".", 1)[-1])
     alts = [r"(?<![\w.])(?:" + "|".join(map(re.escape, sorted(dotted | {q for q in k.factories if "." not in q} | {"open"}))) + ")"]
     if bare:
         alts.append(r"[\w.]*\b(?:" + "|".join(map(re.escape, sorted(bare))) + ")")
@@ -3152,10 +3155,10 @@ def has_kept_holder(index: ProjectIndex, path: str, k: Knowledge, text: str) -> 
         return False
     s = index.summary_of_path(path)
     for name, c in s.classes.items():
-        if not any(a.kind in ("factory", "call") for m in c.methods.values() for a in m.assigns):
-            continue  # its own methods keep no handle (nor a call's result that may be one)
+        if not any(a.kind in ("factory", "call", "rng") for m in c.methods.values() for a in m.assigns):
+            continue  # its own methods keep no handle nor RNG (nor a call's result that may be one)
         q = f"{s.module}.{name}" if s.module else name
-        if index.holder(q) is not None and index.holder_keepers(q) is not None:
+        if (index.holder(q) is not None or index.holder(q, "rng") is not None) and index.holder_keepers(q) is not None:
             return True
     return False
 

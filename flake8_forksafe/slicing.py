@@ -130,8 +130,12 @@ def dropped_spans(
     live = [_anchored(facts, u, anchors) for u in units]
     if project:
         imported = [not on and bool(u.bases) and _imported_base(facts, u) for u, on in zip(units, live)]
+        # a class making an RNG object may be a helper a dataset of another module keeps (FRK601:
+        # ``Analysis.kept_by`` through the index): kept whenever there is a project
+        rng = [not on and bool(u.bases) and DATASET_CLASS in anchors and facts.makes_rng(u) for u, on in zip(units, live)]
         if any(imported) and (project() if callable(project) else True):
             live = [on or imp for on, imp in zip(live, imported)]
+        live = [on or r for on, r in zip(live, rng)]
     kept_names: Set[str] = set()
     for u, on in zip(units, live):
         if on:

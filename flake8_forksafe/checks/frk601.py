@@ -260,7 +260,7 @@ class DS(Dataset):
         for cls, fn, sa, kept, passed in found:
             plan = plans.get(id(kept.ctor))
             fixable = isinstance(plan, RngPlan) and group_fixable(groups[(id(plan.owner.node), plan.attr)])
-            msg = self.message(cls, fn, sa.attr, kept, transform=id(cls) in transforms)
+            msg = self.message(cls, fn, sa.attr, kept, transform=id(cls) in transforms, via=a.kept_by.get(id(cls), ""))
             yield self.report(kept.ctor, msg, fixable=fixable, data=plan)
         for cls in a.dataset_classes:  # made by a base class in another module of the project
             if no_worker_processes(a, cls):
@@ -287,8 +287,10 @@ class DS(Dataset):
                 )
 
     @staticmethod
-    def message(cls: ClassInfo, fn: FuncInfo, attr: str, kept: KeptRng, transform: bool = False) -> str:
+    def message(cls: ClassInfo, fn: FuncInfo, attr: str, kept: KeptRng, transform: bool = False, via: str = "") -> str:
         owner = fn.cls.name if fn.cls is not None else cls.name
+        if via:  # a helper a dataset keeps (Analysis.kept_by): its objects go to the workers with it
+            attr = f"{attr} ({cls.name} is not a dataset, but {via})"
         in_ = f"{owner}.__init__" if fn.name == "__init__" else f"{owner}.{fn.name}() on the parent side"
         where = f"a container on self.{attr}" if kept.container else f"self.{attr}"
         what = kept.qname.replace("numpy.", "np.", 1)
