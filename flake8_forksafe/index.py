@@ -2103,7 +2103,9 @@ class ProjectIndex:
             return None
         top, _, rest = qname.partition(".")
         tops = self.top_packages()
-        if depth == 0 and rest and top in tops:  # what the package's text proves uses no CUDA: no summary
+        if depth == 0 and rest and top in tops and not self.holder_search_too_big(qname):
+            # what the package's text proves uses no CUDA: no summary (a package too big to read
+            # whole, torch's own, is summarised instead: a few modules, not every file read)
             table = self._dataset_text_table(qname)
             name = qname.rsplit(".", 1)[-1]
             if name in table.defs and name not in table.cuda_defs(top, tops):

@@ -403,3 +403,17 @@ def test_the_package_text_says_which_functions_may_use_cuda(tmp_path: Path) -> N
     assert ix.function_cuda("pk.mixed.helper")[1] == "pk.gpu.to_gpu"
     table = ix._dataset_text_table("pk.io")
     assert sorted(table.cuda_defs("pk", {"pk"})) == ["helper", "to_gpu"]
+
+
+def test_a_package_too_big_to_search_is_not_read_for_its_text_proofs(tmp_path: Path, monkeypatch) -> None:
+    """torch's own package (46 MB) is never searched for datasets keeping a holder's objects: the
+    holder question ends at once, without the package's text read (which costs more than the few
+    summaries the CUDA question makes there: ``function_cuda`` summarises instead)."""
+    write(tmp_path, PKG_TEXT)
+    monkeypatch.setattr(index, "MAX_HOLDER_PACKAGE_BYTES", 10)
+    ix = ProjectIndex(tmp_path, K)
+    ix.module_for(str(tmp_path / "pk/io.py"))
+    assert ix.holder_search_too_big("pk.io.Reader")
+    assert ix.function_cuda("pk.mixed.helper")[1] == "pk.gpu.to_gpu"
+    assert ix.function_cuda("pk.io.calls_plain") is None
+    assert ix._text_tables == {}  # no reading of the package's text
