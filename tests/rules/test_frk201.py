@@ -605,9 +605,8 @@ def test_a_lambda_kept_by_a_same_file_mixin_init_the_dataset_calls():
             def __init__(self, cfg):
                 joint = []
                 for key, val in cfg.items():
-                    match key:
-                        case "Resize":
-                            joint.append(v2.Resize(**val))
+                    if key == "Resize":
+                        joint.append(v2.Resize(**val))
                 if len(joint) == 0:
                     lc = lambda x: x
                     joint.append(v2.Lambda(lc))
@@ -621,7 +620,7 @@ def test_a_lambda_kept_by_a_same_file_mixin_init_the_dataset_calls():
             def __iter__(self):
                 yield self.augment(self.n)
         """
-    assert findings(src) == [("FRK201", 14, 17, "safe")]
+    assert findings(src) == [("FRK201", 13, 17, "safe")]
     out = fixed(src)
     assert "\n\ndef _lc_lambda(x):\n    return x\n" in out and "            lc = _lc_lambda\n" in out, out
     assert findings(out) == []
