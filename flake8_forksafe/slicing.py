@@ -15,7 +15,8 @@ the columns of the rest are unchanged and a line map gives back each original li
   ``multiprocessing_context=`` keyword, a ``get_worker_info()`` call; for the multiprocessing anchors a process base, a
   worker-starting, ``get_context`` or start-method call;
 - with a project index whose classes make one of the file's classes a dataset (``project``),
-  every class with an imported base;
+  every class with an imported base; with any project index, a class that makes an RNG object (a
+  helper a dataset of another module may keep: FRK601);
 - and, repeatedly, every ``def`` / ``class`` a kept statement names, and every one that names a
   kept ``def`` / ``class`` (a subclass of a kept dataset, a function building it).
 
