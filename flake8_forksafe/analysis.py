@@ -1060,7 +1060,7 @@ class Analysis:
             return ""  # what its own methods keep on self holds no call: no handle (nor the summary asked)
         if self.index.holder_search_too_big(q) or not self.index.may_be_kept(q):
             return ""  # not searched (holder_keepers); no text of its package keeps its objects: no dataset does
-        if self.index.holder(q) is None and self.index.holder(q, "rng") is None:
+        if not self.index.holds(q):
             return ""  # keeps neither a handle (FRK101) nor an RNG object (FRK601) from __init__
         found = self.index.holder_keepers(q)
         if found is None:

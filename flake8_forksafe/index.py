@@ -1187,6 +1187,14 @@ _LOCAL_ASSIGN = re.compile(r"^[ \t]+(\w+)[ \t]*(?::[^=\n]*)?=(?!=)", re.M)  # ``
 _CALL_WORD = re.compile(r"(\w+)[ \t]*\(")
 
 
+def _imported_heads(text: str, module: str = "", is_package: bool = False) -> Set[str]:
+    """The first names of the modules the text's import statements (at line starts) import from:
+    ``from a.b import c`` and ``import a.b, d``: {"a", "d"}; a relative import's is resolved from
+    ``module`` (else its first written name, or "")."""
+    heads = {absolute_module(module, is_package, len(dots), mod or None).split(".", 1)[0] for dots, mod, _ in _at_line_starts(_FROM_IMPORT, text)}
+    return heads | {m.strip().split(".", 1)[0] for line in _at_line_starts(_IMPORT, text) for m in line.split(",")}
+
+
 def _returned_words(body: str, pattern: "re.Pattern[str]") -> Set[str]:
     """The words ``pattern`` finds on the lines of ``body`` that hold ``return``."""
     return {w for line in body.splitlines() if "return" in line for w in pattern.findall(line)}
@@ -1350,10 +1358,10 @@ class _DatasetText:
                     owner = heads[i][2] if i >= 0 else ""
                     rest = _statement_rest(text, m.end())
                     words = returned.setdefault(owner, set())
-                    words.update(_WORD.findall(rest))  # called or not: ``return EncodedVideoPyAV``
+                    returned_words = set(_WORD.findall(rest))
+                    words.update(returned_words)  # called or not: ``return EncodedVideoPyAV``
                     if i >= 0:  # ``f = cls._crop(...); return f``, ``cls_ = pick(d); return cls_(p)``:
                         body = text[heads[i][0] : m.start()]  # what a returned local was given
-                        returned_words = set(_WORD.findall(rest))
                         for a in _LOCAL_ASSIGN.finditer(body):
                             if a.group(1) in returned_words:
                                 words.update(_WORD.findall(_statement_rest(body, a.end())))
@@ -1383,10 +1391,7 @@ class _DatasetText:
             others = tops - {top}
             for p, spans in by_file.items():
                 text = self.read(p)
-                foreign = bool(others) and (
-                    any(m.split(".", 1)[0] in others for _, m, _ in _at_line_starts(_FROM_IMPORT, text))
-                    or any(n.strip().split(".", 1)[0] in others for line in _at_line_starts(_IMPORT, text) for n in line.split(","))
-                )
+                foreign = bool(others) and not others.isdisjoint(_imported_heads(text))
                 for name, a, b in spans:
                     if foreign or "cuda" in text:
                         maybe.add(name)
@@ -1452,6 +1457,11 @@ class _DatasetText:
                         break
             self._factories[name] = got
         return got
+
+
+def _py_files_below(d: Path) -> List[Path]:
+    """The ``.py`` files below the directory ``d``, sorted, none in a hidden directory near them."""
+    return sorted(p for p in d.rglob("*.py") if not any(x.startswith(".") for x in p.parts[-4:-1]))
 
 
 def project_root(path: str) -> Path:
@@ -2385,6 +2395,10 @@ class ProjectIndex:
             self._memo[key] = next((f for f in self.init_assigns(qname) if f.kind == kind), None)
         return self._memo[key]  # type: ignore[return-value]
 
+    def holds(self, qname: str) -> bool:
+        """The class's ``__init__`` keeps a handle (FRK101) or an RNG object (FRK601) on ``self``."""
+        return self.holder(qname) is not None or self.holder(qname, "rng") is not None
+
     def _package_files(self, qname: str) -> List[Path]:
         """The project files under the top-level package of ``qname`` (all of them for a top-level
         module): where a dataset keeping its objects is looked for."""
@@ -2393,12 +2407,12 @@ class ProjectIndex:
         if key not in self._memo:
             init = self.path_for(top)
             if init is not None and init.name == "__init__.py":
-                files = sorted(p for p in init.parent.rglob("*.py") if not any(x.startswith(".") for x in p.parts[-4:-1]))
+                files = _py_files_below(init.parent)
             elif init is not None:
                 files = sorted(init.parent.glob("*.py"))
             elif top in self._namespace_tops:  # a namespace package: every package below it
                 d = next((r / top for r in self.source_roots() if (r / top).is_dir()), None)
-                files = [] if d is None else sorted(p for p in d.rglob("*.py") if not any(x.startswith(".") for x in p.parts[-4:-1]))
+                files = [] if d is None else _py_files_below(d)
             else:
                 files = []
             self._memo[key] = files
@@ -2647,7 +2661,7 @@ class ProjectIndex:
         s = self.summary(mod) if mod else None
         for name, c in (s.classes.items() if s is not None else ()):
             sub = f"{mod}.{name}"
-            if sub != holder and holder in c.bases and (self.holder(sub) is not None or self.holder(sub, "rng") is not None):
+            if sub != holder and holder in c.bases and self.holds(sub):
                 got = self.keepers(sub)
                 if got is not None:
                     return got, name
@@ -3025,8 +3039,7 @@ def iterates_project_loader(index: ProjectIndex, path: str, k: Knowledge, text: 
         return False
     module, is_package = index.module_for(path)
     tops = index.top_packages() | {module.split(".", 1)[0]}
-    imported = {absolute_module(module, is_package, len(dots), mod or None).split(".", 1)[0] for dots, mod, _ in _at_line_starts(_FROM_IMPORT, text)}
-    imported |= {m.strip().split(".", 1)[0] for line in _at_line_starts(_IMPORT, text) for m in line.split(",")}
+    imported = _imported_heads(text, module, is_package)
     if not any(index._dataset_text_table(top).names_loader_maker(k, text) for top in imported & tops):
         return False  # no function of the project packages it imports that may return a loader is named here
     if tree is None:
@@ -3160,7 +3173,7 @@ def has_kept_holder(index: ProjectIndex, path: str, k: Knowledge, text: str) -> 
         if not any(a.kind in ("factory", "call", "rng") for m in c.methods.values() for a in m.assigns):
             continue  # its own methods keep no handle nor RNG (nor a call's result that may be one)
         q = f"{s.module}.{name}" if s.module else name
-        if (index.holder(q) is not None or index.holder(q, "rng") is not None) and index.holder_keepers(q) is not None:
+        if index.holds(q) and index.holder_keepers(q) is not None:
             return True
     return False
 

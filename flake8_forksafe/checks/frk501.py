@@ -33,15 +33,20 @@ def context_method(a: Analysis, expr: Optional[cst.BaseExpression], scope: Optio
     return None
 
 
+def context_from_kwargs(lc: LoaderCall) -> bool:
+    """The loader's ``multiprocessing_context`` is not a keyword of the call but may be in its
+    ``**kwargs`` dict (``LoaderCall.given`` reads one the module builds)."""
+    return lc.arg("multiprocessing_context", 11) is None and has_star_kwargs(lc.node)
+
+
 def restarted_workers(a: Analysis, lc: LoaderCall) -> Optional[str]:
     """The spawn-like method of a loader whose workers are restarted each epoch, else None."""
     if a.module_classes.get(lc.site.qname or "") is not None:
         return None  # a same-file DataLoader subclass may set persistent_workers itself
     if lc.arg("num_workers", 5) is None or lc.workers == "zero":
         return None
-    given = lc.arg("multiprocessing_context", 11)
-    flowed = given is None and has_star_kwargs(lc.node)
-    method = context_method(a, lc.given("multiprocessing_context", 11) if flowed else given, lc.site.func)
+    flowed = context_from_kwargs(lc)
+    method = context_method(a, lc.given("multiprocessing_context", 11), lc.site.func)
     if method not in RESTARTED:
         return None
     pw = keyword(lc.node, "persistent_workers")
@@ -139,7 +144,7 @@ def make(ds, workers):
             method = restarted_workers(a, lc)
             if method is None:
                 continue
-            flowed = lc.arg("multiprocessing_context", 11) is None  # through a **kwargs dict
+            flowed = context_from_kwargs(lc)
             yield self.report(
                 lc.node,
                 f"DataLoader with {method} workers{' (multiprocessing_context from a **kwargs dict)' if flowed else ''} "

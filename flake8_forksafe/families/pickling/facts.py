@@ -25,7 +25,7 @@ from flake8_forksafe.analysis import (
     returned_values,
     string_value,
 )
-from flake8_forksafe.families.constructors import (  # noqa: F401 - dataset_constructor: notebook.py
+from flake8_forksafe.families.constructors import (
     _project_dataset_factory,
     constructor_stores,
     dataset_constructor,

@@ -9,7 +9,8 @@ from typing import Dict, List, Optional, Tuple, Union
 import libcst as cst
 
 from flake8_forksafe.analysis import Analysis, ClassInfo, FuncInfo, LoaderCall, loaders_of, string_value
-from flake8_forksafe.families.pickling.facts import Keeper, dataset_constructor, loader_sites
+from flake8_forksafe.families.constructors import dataset_constructor
+from flake8_forksafe.families.pickling.facts import Keeper, loader_sites
 
 WORKER_CALLABLES = (("collate_fn", 6), ("worker_init_fn", 10))
 MAX_DEPTH = 6
