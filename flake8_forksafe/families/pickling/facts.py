@@ -411,6 +411,25 @@ def stays_in_process(a: Analysis, site: CallSite, depth: int = 0) -> bool:
     return _stays(a, fn, site.node, _body_map(fn)[0], depth)
 
 
+def chain_stays_in_process(a: Analysis, site: CallSite) -> bool:
+    """``stays_in_process`` for a stage of a method chain (``Dataset(...).map(f).filter(g)``): the
+    value of the whole chain the stage ``site`` is part of is used in this process only."""
+    fn = site.func
+    if fn is None or fn.has_global:
+        return False
+    parents = _body_map(fn)[0]
+    node: cst.CSTNode = site.node
+    while True:  # up the chain: `<node>.method(...)`
+        up = parents.get(id(node))
+        if not (isinstance(up, cst.Attribute) and up.value is node):
+            break
+        call = parents.get(id(up))
+        if not (isinstance(call, cst.Call) and call.func is up):
+            break
+        node = call
+    return _stays(a, fn, node, parents, 0, follow=True)
+
+
 def _body_map(fn: FuncInfo) -> Tuple[Dict[int, cst.CSTNode], List[cst.Name]]:
     """(id(node) -> its parent, the ``Name`` nodes) of ``fn``'s body: one walk, memoised on ``fn``."""
     got = fn.__dict__.get("_body_map")
@@ -433,9 +452,15 @@ def _body_map(fn: FuncInfo) -> Tuple[Dict[int, cst.CSTNode], List[cst.Name]]:
     return got
 
 
-def _stays(a: Analysis, fn: FuncInfo, node: cst.CSTNode, parents: Dict[int, cst.CSTNode], depth: int) -> bool:
+def _stays(
+    a: Analysis, fn: FuncInfo, node: cst.CSTNode, parents: Dict[int, cst.CSTNode], depth: int, follow: bool = False
+) -> bool:
     """The value of ``node`` (a call building the object, or a use of the name it is bound to),
-    where it stands in ``fn``, keeps the object in this process."""
+    where it stands in ``fn``, keeps the object in this process. ``follow``: the object is a
+    pipeline stage, which a method called on it (``dp.shuffle()``) may wrap in the pipeline it
+    returns: that result must stay too (a name bound to it: one more level of ``depth``)."""
+    if depth > _STAYS_DEPTH:
+        return False
     parent = parents.get(id(node))
     up = parent
     while up is not None and up is not fn.node.body:  # a nested scope keeps it alive: captured
@@ -451,7 +476,7 @@ def _stays(a: Analysis, fn: FuncInfo, node: cst.CSTNode, parents: Dict[int, cst.
                 return False
             # every use of the name, whichever assignment it reads (a test building one dataset
             # after another under one name): the object is reached only through them
-            return _uses_stay(a, fn, name, parents, depth)
+            return _uses_stay(a, fn, name, parents, depth + 1 if follow else depth, follow)
         if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
             return True
     else:
@@ -463,7 +488,11 @@ def _stays(a: Analysis, fn: FuncInfo, node: cst.CSTNode, parents: Dict[int, cst.
             grand = parents.get(id(parent))
             if isinstance(grand, cst.Call) and grand.func is parent:
                 method = parent.attr.value.lower()
-                return "loader" not in method and "iterator" not in method
+                if "loader" in method or "iterator" in method:
+                    return False
+                if follow and not isinstance(parents.get(id(grand)), cst.Expr):
+                    return _stays(a, fn, grand, parents, depth, follow)  # its result may hold it
+                return True
             return True  # ``ds.attr``, ``ds.attr = v``
         if isinstance(parent, (cst.Subscript, cst.Comparison, cst.ComparisonTarget, cst.Assert, cst.If,
                                cst.UnaryOperation, cst.BooleanOperation, cst.Del, cst.Expr)):
@@ -482,18 +511,20 @@ def _stays(a: Analysis, fn: FuncInfo, node: cst.CSTNode, parents: Dict[int, cst.
         # ``enumerate(ds)``: rules/multiprocessing.toml), whose result stays too
         return wrap is not None and (
             dataset_constructor(a, wrap) is not None or (wrap.qname or "") in a.knowledge.iteration_wrappers
-        ) and depth < _STAYS_DEPTH and _stays(a, fn, call, parents, depth + 1)
+        ) and depth < _STAYS_DEPTH and _stays(a, fn, call, parents, depth + 1, follow)
     return False
 
 
-def _uses_stay(a: Analysis, fn: FuncInfo, name: str, parents: Dict[int, cst.CSTNode], depth: int) -> bool:
+def _uses_stay(
+    a: Analysis, fn: FuncInfo, name: str, parents: Dict[int, cst.CSTNode], depth: int, follow: bool = False
+) -> bool:
     for use in _body_map(fn)[1]:
         if use.value != name:
             continue
         parent = parents.get(id(use))
         if (isinstance(parent, cst.Attribute) and parent.attr is use) or (isinstance(parent, cst.Arg) and parent.keyword is use):
             continue  # ``x.name``, ``f(name=x)``: not the variable
-        if not _stays(a, fn, use, parents, depth):
+        if not _stays(a, fn, use, parents, depth, follow):
             return False
     return True
 
@@ -638,7 +669,10 @@ class Sinks:
                 leaves += got
             if not leaves:
                 continue
-            exempt = a.all_loaders_zero or (id(site.node) in reaching and not reaching[id(site.node)])
+            if id(site.node) in reaching:
+                exempt = a.all_loaders_zero or not reaching[id(site.node)]
+            else:  # a pipeline iterated, measured or asserted on in this process only (a test)
+                exempt = a.all_loaders_zero or chain_stays_in_process(a, site)
             what = f"{dataset_constructor(a, rs)}(...)" if isinstance(rs, CallSite) else rs
             yield Sink(f"given to a stage (.{f.attr.value}()) of the dataset pipeline {what}", exempt, leaves)
 

@@ -189,7 +189,53 @@ def renewed_worker_side(a: Analysis, fns: Sequence[FuncInfo]) -> Set[str]:
                 continue
             if id(site.node) not in maybe or _reseeded_where_drawn(fn, attr, f.value, cond):
                 out.add(attr)
+            elif _reseeded_on_every_branch(site.node, fn.self_name, attr, again, cond):
+                out.add(attr)
     return out
+
+
+def _reseeded_on_every_branch(node: cst.CSTNode, me: str, attr: str, again: Set[str], cond: "_Conditional") -> bool:
+    """The reseed ``node`` is under an ``if`` whose every branch reseeds ``self.<attr>`` (``if
+    self._seed is not None: self._rng.seed(self._seed + i)`` / ``else: self._rng.seed(<fresh>)``),
+    and that ``if`` (or one around it that does the same) runs whatever the conditions: a renewal."""
+    while True:
+        block = cond.block.get(id(node))
+        if block is None:
+            return True  # reached a statement no condition holds
+        owner = cond.owner.get(block)
+        if owner is None or not _every_branch_reseeds(owner, me, attr, again):
+            return False
+        node = owner
+
+
+def _every_branch_reseeds(node: cst.If, me: str, attr: str, again: Set[str]) -> bool:
+    if node.orelse is None:
+        return False
+    other = node.orelse if isinstance(node.orelse, cst.If) else None
+    return _block_reseeds(node.body, me, attr, again) and (
+        _every_branch_reseeds(other, me, attr, again) if other is not None
+        else _block_reseeds(node.orelse.body, me, attr, again)  # type: ignore[union-attr]
+    )
+
+
+def _block_reseeds(block: cst.BaseSuite, me: str, attr: str, again: Set[str]) -> bool:
+    """A statement of ``block`` itself (not one under a loop or a ``try``) reseeds ``self.<attr>``
+    in place or assigns it anew, or is an ``if`` whose every branch does."""
+    # `if c: self.rng.seed(1)` on one line: the suite is the one statement line
+    body = [block] if isinstance(block, cst.SimpleStatementSuite) else list(getattr(block, "body", ()))
+    for st in body:
+        if isinstance(st, cst.If):
+            if _every_branch_reseeds(st, me, attr, again):
+                return True
+            continue
+        for small in st.body if isinstance(st, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else ():
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                f = small.value.func
+                if isinstance(f, cst.Attribute) and f.attr.value in again and self_attr(f.value, me) == attr:
+                    return True
+            if isinstance(small, cst.Assign) and any(self_attr(t.target, me) == attr for t in small.targets):
+                return True
+    return False
 
 
 def _reseeded_where_drawn(fn: FuncInfo, attr: str, reseeded: cst.CSTNode, cond: "_Conditional") -> bool:
@@ -243,6 +289,7 @@ class _Conditional(cst.CSTVisitor):
         self.inside: Set[int] = set()
         self.blocks: List[int] = []  # the conditional bodies being visited, innermost last
         self.block: Dict[int, int] = {}  # node id -> the innermost conditional body holding it
+        self.owner: Dict[int, cst.If] = {}  # a conditional body's id -> the ``if`` it belongs to
 
     def _per_process(self, test: cst.BaseExpression) -> bool:
         class Words(cst.CSTVisitor):
@@ -270,6 +317,7 @@ class _Conditional(cst.CSTVisitor):
                     continue
                 if cond:
                     self.blocks.append(id(part))
+                    self.owner[id(part)] = node
                 part.visit(self)
                 if cond:
                     self.blocks.pop()
