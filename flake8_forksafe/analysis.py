@@ -955,11 +955,19 @@ class Analysis:
         return self._datasets[2]
 
     @cached_property
+    def fed_by(self) -> Dict[int, str]:
+        """id of a class that is dataset-like because a DataLoader in another module of the project
+        is given its objects -> where (`` (given to a DataLoader in Datastream.data_loader,
+        datastream/datastream.py:175)``); filled by ``dataset_classes``."""
+        return {}
+
+    @cached_property
     def _datasets(self) -> Tuple[List[ClassInfo], Dict[int, str], Dict[int, List[Tuple[ClassInfo, str]]]]:
         out: List[ClassInfo] = []
         ids: Set[int] = set()
         kept_by: Dict[int, str] = {}
         kept_in: Dict[int, List[Tuple[ClassInfo, str]]] = {}
+        fed_by = self.fed_by
 
         def add(c: ClassInfo) -> None:
             if id(c) not in ids:
@@ -1012,6 +1020,14 @@ class Analysis:
                 if t is not None and id(t) not in ids and itemish(t):
                     add(t)
                     changed = True
+            if self.index is not None:  # given to a DataLoader in another module of the project
+                for c in self.classes:
+                    if id(c) not in ids and c.in_function is None and itemish(c):
+                        via = self.project_loader_feed(c)
+                        if via:
+                            add(c)
+                            fed_by[id(c)] = via
+                            changed = True
             for c in list(out):
                 for t in self.registry_classes(c):
                     if id(t) not in ids and itemish(t):
@@ -1051,6 +1067,20 @@ class Analysis:
             except RecursionError:
                 self._memo[key] = None
         return self._memo[key]
+
+    def project_loader_feed(self, cls: ClassInfo) -> str:
+        """Where a DataLoader with workers in another module of the project is given objects of
+        ``cls`` (``ProjectIndex.loader_feed``), as a message says it; "" if nowhere."""
+        q = self.class_qname(cls)
+        if q is None or self.index is None:
+            return ""
+        try:
+            got = self.index.loader_feed(q)
+        except RecursionError:
+            return ""
+        if got is None:
+            return ""
+        return f" (given to a DataLoader in {got[0]}, {got[1]}:{got[2]})"
 
     def project_keeper(self, cls: ClassInfo) -> str:
         """For a class whose ``__init__`` keeps a handle: which dataset of the project keeps its

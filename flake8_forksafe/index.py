@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Seq
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import LEAF_FIELDS, _dotted, split_lines  # the gate's readers: one definition
 
-SCHEMA = 11  # bump when the summary's shape or meaning changes: old cache entries are then ignored
+SCHEMA = 12  # bump when the summary's shape or meaning changes: old cache entries are then ignored
 CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module loads the engine)
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
@@ -98,6 +98,10 @@ class Method:
     # parameters the body passes as they are to a seeder of ``rules/rng.toml`` (``random.seed(seed)``):
     # a seeding helper (``set_global_seed(seed)``), followed by FRK602 from a worker_init_fn
     seeds: List[str] = field(default_factory=list)
+    # the datasets of the DataLoader calls in the body whose ``num_workers`` is not 0 (literally, or
+    # by default): "<source>:<line>", source "self.<attr>", "type.<qualified annotation>" (a parameter
+    # annotated with a class) or "call.<qualified callee>" (``DataLoader(Rows(...))``)
+    loader_datasets: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -106,6 +110,9 @@ class ClassSummary:
     line: int
     bases: List[str] = field(default_factory=list)  # qualified; "" for a base that is not a name
     methods: Dict[str, Method] = field(default_factory=dict)
+    # attributes whose type the class declares: a class-level ``attr: X`` (dataclass, pydantic
+    # fields) or ``self.attr = param`` in ``__init__`` with ``param: X``: attr -> qualified X
+    fields: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -130,6 +137,7 @@ class ModuleSummary:
                 line=c["line"],
                 bases=list(c["bases"]),
                 methods={m: _method(v) for m, v in c["methods"].items()},
+                fields=dict(c["fields"]),
             )
             for k, c in d["classes"].items()
         }
@@ -174,6 +182,7 @@ class _Summariser:
         self.k = k
         self.s = ModuleSummary(module=module, path="", is_package=is_package)
         self.loader_names, self.loader_suffixes = k.derived("index.loader_names", _loader_names)
+        self.loader_tails = tuple(self.loader_names) + tuple(self.loader_suffixes)  # a quick first test
 
     # -- names
     def qualify(self, d: Optional[str]) -> Optional[str]:
@@ -340,6 +349,51 @@ class _Summariser:
             return f"param:{arg.id}:{default}"
         return "some"
 
+    def loader_dataset(self, call: ast.Call, fn: "_Fn", m: Method, node: ast.AST) -> None:
+        """``Method.loader_datasets``: what a DataLoader call whose ``num_workers`` is not literally
+        0 is given as its dataset, when the index can tell its class later."""
+        d = _dotted(call.func) or ""
+        last = d.rsplit(".", 1)[-1]
+        if not (last in self.loader_names or last.endswith(self.loader_suffixes)):
+            return
+        if self.k.not_a_loader(self.qualify(d) or d) or self.loader_workers(call, fn, node) == "0":
+            return
+        arg = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
+        if arg is None:
+            arg = next((kw.value for kw in call.keywords if kw.arg == "dataset"), None)
+        if isinstance(arg, ast.Name) and arg.id not in fn.params and fn.locals.get(arg.id):
+            arg = fn.locals[arg.id][-1]  # ``ds = Rows(...)``; ``DataLoader(ds)``
+        src = ""
+        if _self_attr(arg, fn.self):
+            src = f"self.{arg.attr}"  # type: ignore[union-attr]
+        elif isinstance(arg, ast.Name) and arg.id in fn.params and arg.id not in fn.locals:
+            ann = fn.annotations.get(arg.id)
+            typ = self.annotated_class(ann) if ann is not None else None
+            src = f"type.{typ}" if typ else ""
+        elif isinstance(arg, ast.Call):
+            callee = self.qualify(_dotted(arg.func))
+            src = f"call.{callee}" if callee else ""
+        if src and len(m.loader_datasets) < 16:
+            m.loader_datasets.append(f"{src}:{call.lineno}")
+
+    def annotated_class(self, ann: ast.AST, depth: int = 0) -> Optional[str]:
+        """The class an annotation names, qualified: ``Dataset``, ``Dataset[T]``, ``"Dataset"``,
+        ``Optional[Dataset]``; None for anything else."""
+        if depth > 2:
+            return None
+        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            try:
+                ann = ast.parse(ann.value.strip(), mode="eval").body
+            except (SyntaxError, ValueError):
+                return None
+        if isinstance(ann, ast.Subscript):
+            head = self.qualify(_dotted(ann.value)) or ""
+            if head in ("typing.Optional", "Optional"):
+                return self.annotated_class(ann.slice, depth + 1)
+            ann = ann.value
+        d = _dotted(ann)
+        return self.qualify(d) if d else None
+
     def loader_self_args(self, call: ast.Call, self_name: str, m: Method) -> None:
         """``DataLoader(..., collate_fn=self.X, worker_init_fn=self.Y)`` whose ``num_workers`` is not
         literally 0: a subclass that stores a lambda or a local function in ``self.X`` hands it to
@@ -360,6 +414,18 @@ class _Summariser:
                 and v.value.id == self_name
             ):
                 m.loader_attrs.append(f"{v.attr}:{call.lineno}")
+
+    def init_fields(self, init: ast.AST, self_name: str, c: ClassSummary) -> None:
+        """``self.attr = param`` in ``__init__``'s own statements with ``param: X``: a field of type X."""
+        a = init.args  # type: ignore[attr-defined]
+        anns = {p.arg: p.annotation for p in (*a.posonlyargs, *a.args, *a.kwonlyargs) if p.annotation is not None}
+        for st in init.body:  # type: ignore[attr-defined]
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.value, ast.Name):
+                tgt = st.targets[0]
+                if _self_attr(tgt, self_name) and st.value.id in anns and tgt.attr not in c.fields:  # type: ignore[union-attr]
+                    typ = self.annotated_class(anns[st.value.id])
+                    if typ:
+                        c.fields[tgt.attr] = typ  # type: ignore[union-attr]
 
     def cuda_call(self, call: ast.Call) -> str:
         """How ``call`` uses CUDA, as FRK301/FRK302 count it, from literals only: ``torch.cuda.X()``
@@ -386,6 +452,7 @@ class _Summariser:
         params = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
         m = Method(name=node.name, line=node.lineno, params=params)
         fn = _Fn(params, self_name, a.kwarg.arg if a.kwarg else None, cls=cls_name)
+        fn.annotations = {p.arg: p.annotation for p in (*a.posonlyargs, *a.args, *a.kwonlyargs) if p.annotation is not None}
         body_nodes = _body_nodes(node.body)
         generator = False
         returns: List[ast.AST] = []
@@ -438,6 +505,9 @@ class _Summariser:
                     self.keep(m, f.value.attr, n.lineno, n.args[_FILLS[f.attr]], fn)  # type: ignore[attr-defined]
                 own = _self_attr(f, self_name)
                 q = None if own else self.qualify(_dotted(f))
+                if (not own and isinstance(f, (ast.Name, ast.Attribute))
+                        and (f.attr if isinstance(f, ast.Attribute) else f.id).endswith(self.loader_tails)):
+                    self.loader_dataset(n, fn, m, node)
                 if self_name:
                     self.loader_self_args(n, self_name, m)
                 elif q in self.k.seeders:
@@ -669,6 +739,10 @@ class _Summariser:
                         b = b.value
                     c.bases.append(self.qualify(_dotted(b)) or "")
                 for item in node.body:
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                        typ = self.annotated_class(item.annotation)  # ``dataset: Dataset`` (a field)
+                        if typ:
+                            c.fields[item.target.id] = typ
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         decos = {_dotted(d) for d in item.decorator_list}
                         a = item.args
@@ -676,6 +750,8 @@ class _Summariser:
                         self_name = first[0].arg if first and not decos & {"staticmethod", "classmethod"} else None
                         cls_name = first[0].arg if first and "classmethod" in decos else None
                         c.methods[item.name] = self.function(item, self_name, cls_name)
+                        if item.name == "__init__" and self_name:
+                            self.init_fields(item, self_name, c)
                 if key is not None:
                     memo.keep(key, start, c)  # type: ignore[union-attr]
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -720,6 +796,7 @@ class _Fn:
     cls: Optional[str] = None  # a classmethod's first parameter
     locals: Dict[str, List[ast.AST]] = field(default_factory=dict)
     with_names: Set[str] = field(default_factory=set)
+    annotations: Dict[str, ast.AST] = field(default_factory=dict)  # parameter -> its annotation
 
 
 # statements at the start of a line (after spaces or tabs), found by ``_at_line_starts``: a search
@@ -916,7 +993,7 @@ class StatementMemo:
 def _moved(x: object, delta: int) -> object:
     """A copy of a ``ClassSummary`` or ``Method`` whose recorded lines are ``delta`` further."""
     if isinstance(x, ClassSummary):
-        return ClassSummary(x.name, x.line + delta, list(x.bases), {n: _moved(m, delta) for n, m in x.methods.items()})  # type: ignore[misc]
+        return ClassSummary(x.name, x.line + delta, list(x.bases), {n: _moved(m, delta) for n, m in x.methods.items()}, dict(x.fields))  # type: ignore[misc]
     m = x
     assert isinstance(m, Method)
 
@@ -940,6 +1017,7 @@ def _moved(x: object, delta: int) -> object:
         device_flows=list(m.device_flows),
         makes=list(m.makes),
         keeps=[at(e, 2) for e in m.keeps],
+        loader_datasets=[at(e, 1) for e in m.loader_datasets],
         transient=list(m.transient),
         seeds=list(m.seeds),
     )
@@ -2255,18 +2333,47 @@ class ProjectIndex:
             self._memo[key] = self._dataset_factory(qname, is_base)  # type: ignore[assignment]
         return self._memo[key]  # type: ignore[return-value]
 
-    def _dataset_factory(self, qname: str, is_base: Callable[[str], bool]) -> Optional[Tuple[List[str], Set[str], str]]:
+    def factory_drops(self, qname: str, is_base: Callable[[str], bool]) -> FrozenSet[str]:
+        """The parameters of the dataset factory ``qname`` (``dataset_factory``) that none of the
+        datasets it makes keeps, proven: a project class's ``__init__`` does not store it
+        (``stored_init_params``), a library class's model says it only uses it (``transient``:
+        ``ImageFolder(is_valid_file=...)``; the parameter taken to go on under its own name)."""
+        got = self._dataset_made(qname, is_base)
+        if got is None:
+            return frozenset()
+        fn, _, made = got
+        left = set(fn.params)
+        for c in made:
+            left -= self.stored_init_params(c)
+        for e in fn.makes:  # a library dataset it returns too (``return datasets.ImageFolder(...)``)
+            kind, _, what = e.partition(":")
+            if kind == "call" and self.resolve_class(what) is None and is_base(what):
+                left &= self.k.library_transient(what)
+        return frozenset(left)
+
+    def _dataset_made(self, qname: str, is_base: Callable[[str], bool]) -> Optional[Tuple[Method, str, List[str]]]:
+        """(the factory function ``qname``, its canonical name, the dataset classes it makes), or None."""
+        key = ("dataset_made", qname)
+        if key in self._memo:
+            return self._memo[key]  # type: ignore[return-value]
+        self._memo[key] = None
         top = qname.split(".", 1)[0]
         if top in self.top_packages() and not self.may_make_dataset(qname):
             return None  # the package's text proves it makes no dataset: nothing summarised
         got = self.callable_at(qname)
         if got is None or got[1] is not None:
             return None
-        fn = got[0]
         q = self.canonical(qname)
         made = [c for c in sorted(self.instances(q)) if is_base(c) or self.derives_from(c, is_base)]
-        if not made:
+        if made:
+            self._memo[key] = (got[0], q, made)
+        return self._memo[key]  # type: ignore[return-value]
+
+    def _dataset_factory(self, qname: str, is_base: Callable[[str], bool]) -> Optional[Tuple[List[str], Set[str], str]]:
+        got = self._dataset_made(qname, is_base)
+        if got is None:
             return None
+        fn, q, made = got
         params = list(fn.params)
         kept: Set[str] = set()
         for c in made:
@@ -2666,6 +2773,64 @@ class ProjectIndex:
                 if got is not None:
                     return got, name
         return None
+
+    def loader_feed(self, qname: str) -> Optional[Tuple[str, str, int]]:
+        """A DataLoader of the project whose ``num_workers`` is not 0 is given objects of the class
+        ``qname`` (a class with ``__getitem__``/``__iter__`` and no dataset base, a DataLoader's
+        dataset by duck typing), in another module: through a parameter or a field annotated with the class
+        (``dataset: Dataset``; ``DataLoader(self.dataset, **kwargs)``) or a call building one:
+        (where, "Datastream.data_loader", its path, the loader call's line), or None. Only the
+        modules that name the class and a loader as words are read."""
+        key = ("loader_feed", qname)
+        if key in self._memo:
+            return self._memo[key]  # type: ignore[return-value]
+        self._memo[key] = None
+        if self.holder_search_too_big(qname):
+            return None
+        name = qname.rsplit(".", 1)[-1]
+        word = re.compile(r"\b" + re.escape(name) + r"\b")
+        loaders = tuple(q.rsplit(".", 1)[-1] for q in self.k.loaders) + tuple(self.k.loader_suffixes)
+        found: Optional[Tuple[str, str, int]] = None
+        seen = 0
+        for p in self._package_files(qname):
+            text = self._file_text(p)
+            if name not in text or not any(w in text for w in loaders) or not word.search(text):
+                continue
+            seen += 1
+            if seen > MAX_KEEPER_MODULES:
+                break  # a name too common to follow: no finding rather than a slow search
+            s = self.summary(self.module_for(str(p))[0])
+            if s is None or s.module == qname.rpartition(".")[0]:
+                continue  # its own module's loaders: the analysis of that file reads them
+            owners: List[Tuple[Optional[ClassSummary], str, Method]] = [(None, fname, f) for fname, f in s.functions.items()]
+            owners += [(c, f"{c.name}.{mname}", m) for c in s.classes.values() for mname, m in c.methods.items()]
+            for c, label, m in owners:
+                for e in m.loader_datasets:
+                    src, _, line = e.rpartition(":")
+                    how, _, what = src.partition(".")
+                    if how == "self":
+                        what = self._field_type(s, c, what) if c is not None else ""
+                    if what and self.canonical(what) == qname:
+                        found = (label, s.path, int(line))
+                        break
+                if found:
+                    break
+            if found:
+                break
+        self._memo[key] = found
+        return found
+
+    def _field_type(self, s: ModuleSummary, c: ClassSummary, attr: str) -> str:
+        """The declared type of ``self.<attr>`` of the class ``c`` of the module ``s``, looking into its
+        project bases too (``ClassSummary.fields``); "" when none declares it."""
+        typ = c.fields.get(attr)
+        if typ:
+            return typ
+        for ref in self.base_chain(f"{s.module}.{c.name}" if s.module else c.name)[0][1:]:
+            typ = ref.summary.fields.get(attr)
+            if typ:
+                return typ
+        return ""
 
     def _keeping(self, cq: str, holder: str, kind: str = "class") -> Optional[Tuple[str, str, int]]:
         """Where the class ``cq`` keeps instances of ``holder`` (``kind`` "callable": what the

@@ -315,3 +315,54 @@ def test_a_stage_of_a_project_dataset_that_only_calls_its_function(tmp_path: Pat
     out = [line.split(" ", 2)[:2] for line in r.stdout.splitlines() if " FRK" in line]
     where = str(Path("gl/stages.py"))
     assert out == [[f"{where}:8:17:", "FRK201"]], r.stdout + r.stderr
+
+
+def test_a_dataset_keeps_what_a_project_dataset_factory_makes_of_its_arguments(tmp_path: Path) -> None:
+    """``self.dataset = make_folder(root, is_valid_file=local_fn)`` where ``make_folder`` (another
+    module) gives ``is_valid_file`` to ``ImageFolder``, which only scans with it: nothing kept, no
+    finding (lightly's ``_load_dataset_from_folder``, a false alarm seen in the work corpus once its
+    ``LightlyDataset`` was known as a dataset); neither does the project's ``Videos``, which only
+    filters with it. An argument a dataset of the factory keeps (``transform``) is."""
+    write(tmp_path, {
+        "pyproject.toml": "",
+        "lib/__init__.py": "",
+        "lib/helpers.py": """\
+            from torch.utils.data import Dataset
+            from torchvision import datasets
+
+
+            class Videos(Dataset):
+                def __init__(self, root, transform=None, is_valid_file=None):
+                    self.transform = transform
+                    self.files = [f for f in root if is_valid_file is None or is_valid_file(f)]
+
+                def __getitem__(self, i):
+                    return self.transform(self.files[i])
+
+
+            def make_folder(root, transform=None, is_valid_file=None, videos=False):
+                if videos:
+                    return Videos(root, transform=transform, is_valid_file=is_valid_file)
+                return datasets.ImageFolder(root, transform=transform, is_valid_file=is_valid_file)
+            """,
+        "lib/dataset.py": """\
+            from torch.utils.data import Dataset
+
+            from lib.helpers import make_folder
+
+
+            class Wrapped(Dataset):
+                def __init__(self, root, names):
+                    def is_valid_file(path):
+                        return path in names
+
+                    self.dataset = make_folder(root, is_valid_file=is_valid_file)
+                    self.other = make_folder(root, lambda img: img)
+
+                def __getitem__(self, i):
+                    return self.dataset[i]
+            """,
+    })
+    r = forksafe(tmp_path, ".", "--no-cache", "--select", "FRK201,FRK202")
+    out = [line.split(" ", 2)[:2] for line in r.stdout.splitlines() if " FRK20" in line]
+    assert out == [[str(Path("lib/dataset.py")) + ":12:40:", "FRK201"]], r.stdout

@@ -61,17 +61,23 @@ def local_definition(a: Analysis, name: str, scope: Optional[FuncInfo]):
     return None
 
 
+def constructed_class(a: Analysis, site: CallSite) -> Optional[ClassInfo]:
+    """The class of this file ``site`` calls by its name (a local class first), or None."""
+    f = site.node.func
+    if not isinstance(f, cst.Name):
+        return None
+    d = local_definition(a, f.value, site.func)
+    if isinstance(d, ClassInfo):
+        return d
+    return a.module_classes.get(f.value)
+
+
 def dataset_constructor(a: Analysis, site: CallSite) -> Optional[str]:
     """The name of the dataset class ``site`` constructs (same-file dataset classes, classes of
     ``dataset_modules`` such as ``torchvision.datasets``, dataset base names), or None."""
-    f = site.node.func
-    if isinstance(f, cst.Name):
-        d = local_definition(a, f.value, site.func)
-        if isinstance(d, ClassInfo):
-            return d.name if d in a.dataset_classes else None
-        c = a.module_classes.get(f.value)
-        if c is not None:
-            return c.name if c in a.dataset_classes else None
+    c = constructed_class(a, site)
+    if c is not None:
+        return c.name if c in a.dataset_classes else None
     q = site.qname
     if not q:
         return None

@@ -27,6 +27,7 @@ from flake8_forksafe.analysis import (
 )
 from flake8_forksafe.families.constructors import (
     _project_dataset_factory,
+    constructed_class,
     constructor_stores,
     dataset_constructor,
     local_definition,
@@ -122,7 +123,18 @@ class Keeper:
                 if isinstance(d, ClassInfo):  # an instance of a local class
                     out.append(Leaf("class", d.node, d.name, False))
             wrap = (dotted(e.func) or "").rsplit(".", 1)[-1] == "Lambda"
+            # a function of another module of the project that makes datasets of its arguments: only
+            # the arguments one of those datasets keeps (lightly's ``_load_dataset_from_folder``
+            # gives ``is_valid_file`` to ``ImageFolder``, which only scans with it)
+            made = self._factory_keeps(e)
+            pos = -1
             for arg in e.args:
+                if made is not None and not arg.star:
+                    if arg.keyword is None:
+                        pos += 1
+                    param = arg.keyword.value if arg.keyword is not None else (made[0][pos] if pos < len(made[0]) else None)
+                    if param is not None and param in made[1]:
+                        continue
                 go(arg.value, scope, arg.keyword.value if arg.keyword is not None else hint, lam or wrap)
         elif isinstance(e, (cst.List, cst.Tuple, cst.Set)):
             for el in e.elements:
@@ -148,6 +160,24 @@ class Keeper:
         elif isinstance(e, cst.Attribute) and scope is not None:
             for fn, value in self._stored(e, scope):
                 go(value, fn, e.attr.value, lam)
+
+    def _factory_keeps(self, call: cst.Call) -> Optional[Tuple[List[str], FrozenSet[str]]]:
+        """When the callee is a function of another module of the project that makes datasets of its
+        arguments: (its parameters, those none of its datasets keeps: ``ProjectIndex.factory_drops``),
+        else None."""
+        a = self.a
+        if a.index is None or not isinstance(call.func, (cst.Name, cst.Attribute)):
+            return None
+        q = a.qualify(call.func)
+        if not q or q.split(".", 1)[0] in ("torch", "torchvision", "numpy", "builtins"):
+            return None
+        made = _project_dataset_factory(a, q)
+        if made is None:
+            return None
+        try:
+            return made[0], a.index.factory_drops(a.absolute(q), a._is_dataset_base_name)
+        except Exception:  # noqa: BLE001 - the index cannot say: every argument may be kept
+            return None
 
     def _stored(self, e: cst.Attribute, scope: FuncInfo) -> List[Tuple[FuncInfo, cst.BaseExpression]]:
         """What ``self.<attr>`` (read in ``scope``) was set to in any method of its class, its
@@ -497,6 +527,9 @@ def _stays(
         if isinstance(parent, (cst.Subscript, cst.Comparison, cst.ComparisonTarget, cst.Assert, cst.If,
                                cst.UnaryOperation, cst.BooleanOperation, cst.Del, cst.Expr)):
             return True
+    if isinstance(parent, cst.Element) and parent.value is node:  # `for ds in (a, b):`, `concat([a, b])`
+        container = parents.get(id(parent))
+        return isinstance(container, (cst.List, cst.Tuple, cst.Set)) and _stays(a, fn, container, parents, depth, follow)
     if isinstance(parent, cst.Arg) and parent.value is node:
         call = parents.get(id(parent))
         if not isinstance(call, cst.Call):
@@ -510,7 +543,9 @@ def _stays(
         # wrapped by another dataset constructor, or by a lazy iteration wrapper (``tqdm(ds)``,
         # ``enumerate(ds)``: rules/multiprocessing.toml), whose result stays too
         return wrap is not None and (
-            dataset_constructor(a, wrap) is not None or (wrap.qname or "") in a.knowledge.iteration_wrappers
+            dataset_constructor(a, wrap) is not None
+            or class_factory(a, wrap) is not None
+            or (wrap.qname or "") in a.knowledge.iteration_wrappers
         ) and depth < _STAYS_DEPTH and _stays(a, fn, call, parents, depth + 1, follow)
     return False
 
@@ -673,7 +708,12 @@ class Sinks:
                 exempt = a.all_loaders_zero or not reaching[id(site.node)]
             else:  # a pipeline iterated, measured or asserted on in this process only (a test)
                 exempt = a.all_loaders_zero or chain_stays_in_process(a, site)
-            what = f"{dataset_constructor(a, rs)}(...)" if isinstance(rs, CallSite) else rs
+            what = rs
+            if isinstance(rs, CallSite):
+                name = dataset_constructor(a, rs)
+                if name is None:  # a method of the class that makes one: ``Dataset.from_dataframe(...)``
+                    name = f"{rs.node.func.value.value}.{rs.node.func.attr.value}"  # type: ignore[attr-defined]
+                what = f"{name}(...)"
             yield Sink(f"given to a stage (.{f.attr.value}()) of the dataset pipeline {what}", exempt, leaves)
 
     def _pipeline_root(self, expr: cst.BaseExpression, scope: Optional[FuncInfo], by_node: Dict[int, CallSite]) -> Union[CallSite, str, None]:
@@ -690,7 +730,7 @@ class Sinks:
             root = todo.pop()
             while isinstance(root, cst.Call):
                 cand = by_node.get(id(root))
-                if cand is not None and dataset_constructor(a, cand) is not None:
+                if cand is not None and (dataset_constructor(a, cand) is not None or class_factory(self.a, cand) is not None):
                     return cand
                 if not isinstance(root.func, cst.Attribute):
                     break
@@ -747,6 +787,9 @@ class Sinks:
         a = self.a
         f = root.node.func
         cls = a.module_classes.get(f.value) if isinstance(f, cst.Name) else None
+        if cls is None and isinstance(f, cst.Attribute):
+            made = class_factory(self.a, root)  # ``Dataset.from_dataframe(df).map(fn)``
+            cls = made[0] if made is not None else None
         if cls is None:
             return True
         fn = a.resolve_method(cls, method)
@@ -760,10 +803,11 @@ class Sinks:
                 if node.value is not None:
                     node.value.visit(N())
 
-        class N(cst.CSTVisitor):  # names passed on or stored; a name that is only called is applied
+        class All(cst.CSTVisitor):  # every name: a lambda's body runs later, so what it calls is kept
             def visit_Name(self, node: cst.Name) -> None:
                 kept.add(node.value)
 
+        class N(All):  # names passed on or stored; a name that is only called is applied
             def visit_Call(self, node: cst.Call) -> bool:
                 if not isinstance(node.func, cst.Name):
                     node.func.visit(self)
@@ -771,10 +815,17 @@ class Sinks:
                     arg.visit(self)
                 return False
 
+            def visit_Lambda(self, node: cst.Lambda) -> bool:
+                node.body.visit(All())
+                return False
+
         fn.node.body.visit(V())
         for sa in fn.self_assigns:
             if sa.value is not None:
                 sa.value.visit(N())
+        for inner in fn.nested:  # a local function returned or stored keeps what it closes over
+            if inner.name in kept:
+                inner.node.body.visit(All())
         return bool(kept & params)
 
     def loader_attributes(self) -> Iterator[Sink]:
@@ -904,7 +955,8 @@ class Sinks:
                 where = stored[2] if stored is not None and stored[2] else ""
                 yield Sink(f"passed to the base constructor of dataset {base.name}{where}", no_worker_processes(a, base), leaves)
             else:
-                yield Sink(f"passed to the dataset constructor {name}()", self.call_exempt(site), leaves)
+                fed = a.fed_by.get(id(constructed_class(a, site)), "")  # a duck dataset of another module's loader
+                yield Sink(f"passed to the dataset constructor {name}(){fed}", self.call_exempt(site), leaves)
 
     def call_exempt(self, site: CallSite) -> bool:
         """The dataset built by ``site`` reaches only loaders with num_workers=0, or none at all: it
@@ -953,6 +1005,68 @@ class Sinks:
                         all(self.call_exempt(s) for s in ctor),
                         leaves,
                     )
+
+
+def class_factory(a: Analysis, site: CallSite) -> Optional[Tuple[ClassInfo, FuncInfo]]:
+    """``Dataset.from_dataframe(df)``: a method of a same-file dataset class, called on the class,
+    that gives an object of the class (its return annotation names the class, or a ``return``
+    builds one: ``return Dataset(...)``, ``return cls(...)``): (the class, the method)."""
+    f = site.node.func
+    if not (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name)):
+        return None
+    cls = a.module_classes.get(f.value.value)
+    if cls is None or cls not in a.dataset_classes:
+        return None
+    fn = cls.methods.get(f.attr.value)
+    if fn is None:
+        return None
+    ann = fn.node.returns.annotation if fn.node.returns is not None else None
+    if isinstance(ann, cst.SimpleString):
+        ann = _parsed_annotation(ann)
+    if isinstance(ann, cst.Subscript):
+        ann = ann.value
+    if isinstance(ann, cst.Name) and ann.value == cls.name:
+        return cls, fn
+    makers = {cls.name} | ({fn.params[0]} if fn.params and _decorated(fn, "classmethod") else set())
+    for ret in _own_returns(fn):
+        v = ret.value
+        if isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value in makers:
+            return cls, fn
+    return None
+
+
+def _parsed_annotation(s: cst.SimpleString) -> Optional[cst.BaseExpression]:
+    """A quoted annotation's expression (``"Dataset[T]"``), or None."""
+    try:
+        value = s.evaluated_value
+        return cst.parse_expression(value.strip()) if isinstance(value, str) else None
+    except Exception:  # noqa: BLE001 - not an expression
+        return None
+
+
+def _decorated(fn: FuncInfo, name: str) -> bool:
+    return any(isinstance(d.decorator, cst.Name) and d.decorator.value == name for d in fn.node.decorators)
+
+
+def _own_returns(fn: FuncInfo) -> List[cst.Return]:
+    """The ``return`` statements of ``fn``'s own body (not of nested functions, classes or lambdas)."""
+    out: List[cst.Return] = []
+
+    class R(cst.CSTVisitor):
+        def visit_Return(self, node: cst.Return) -> None:
+            out.append(node)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+    fn.node.body.visit(R())
+    return out
 
 
 def collect(a: Analysis, kinds: Sequence[str], loader_args: Sequence[str], extra=()) -> List[Tuple[Leaf, str]]:
