@@ -25,7 +25,7 @@ import re
 import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import LEAF_FIELDS, _dotted, split_lines  # the gate's readers: one definition
@@ -707,6 +707,33 @@ class _Summariser:
         m.device_uses, m.device_flows = uses, flows
 
     # -- the module
+    def definition(self, node: Union[ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef]) -> Union[ClassSummary, Method]:
+        """The summary of a top-level ``class`` or ``def`` (put in the module's summary too)."""
+        s = self.s
+        if not isinstance(node, ast.ClassDef):
+            s.functions[node.name] = self.function(node, None)
+            return s.functions[node.name]
+        c = s.classes[node.name] = ClassSummary(node.name, node.lineno)
+        for b in node.bases:
+            if isinstance(b, ast.Subscript):
+                b = b.value
+            c.bases.append(self.qualify(_dotted(b)) or "")
+        for item in node.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                typ = self.annotated_class(item.annotation)  # ``dataset: Dataset`` (a field)
+                if typ:
+                    c.fields[item.target.id] = typ
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                decos = {_dotted(d) for d in item.decorator_list}
+                a = item.args
+                first = (a.posonlyargs + a.args)[:1]
+                self_name = first[0].arg if first and not decos & {"staticmethod", "classmethod"} else None
+                cls_name = first[0].arg if first and "classmethod" in decos else None
+                c.methods[item.name] = self.function(item, self_name, cls_name)
+                if item.name == "__init__" and self_name:
+                    self.init_fields(item, self_name, c)
+        return c
+
     def run(self, tree: ast.Module, lines: Optional[List[str]] = None, memo: Optional["StatementMemo"] = None) -> ModuleSummary:
         """``lines`` (the text's lines) and ``memo``: the summaries of the top-level ``def`` / ``class``
         statements are taken from ``memo`` when the same code was summarised in the same context
@@ -733,32 +760,10 @@ class _Summariser:
                 if hit is not None:
                     (s.classes if isinstance(node, ast.ClassDef) else s.functions)[node.name] = hit  # type: ignore[index]
                     continue
-            if isinstance(node, ast.ClassDef):
-                c = s.classes[node.name]
-                for b in node.bases:
-                    if isinstance(b, ast.Subscript):
-                        b = b.value
-                    c.bases.append(self.qualify(_dotted(b)) or "")
-                for item in node.body:
-                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
-                        typ = self.annotated_class(item.annotation)  # ``dataset: Dataset`` (a field)
-                        if typ:
-                            c.fields[item.target.id] = typ
-                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        decos = {_dotted(d) for d in item.decorator_list}
-                        a = item.args
-                        first = (a.posonlyargs + a.args)[:1]
-                        self_name = first[0].arg if first and not decos & {"staticmethod", "classmethod"} else None
-                        cls_name = first[0].arg if first and "classmethod" in decos else None
-                        c.methods[item.name] = self.function(item, self_name, cls_name)
-                        if item.name == "__init__" and self_name:
-                            self.init_fields(item, self_name, c)
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                made = self.definition(node)
                 if key is not None:
-                    memo.keep(key, start, c)  # type: ignore[union-attr]
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                s.functions[node.name] = self.function(node, None)
-                if key is not None:
-                    memo.keep(key, start, s.functions[node.name])  # type: ignore[union-attr]
+                    memo.keep(key, start, made)  # type: ignore[union-attr]
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:
@@ -978,6 +983,33 @@ def _compacted(s: ModuleSummary) -> ModuleSummary:
             if v.__class__ is list and not v:
                 d[name] = _NONE
     return s
+
+
+def _digest(data: bytes, module: str, is_package: bool) -> str:
+    """The cache key of a module's summary: its bytes, the summary's shape, its name."""
+    return hashlib.sha256(data + f"\0{SCHEMA}\0{module}\0{is_package}".encode("utf-8", "surrogateescape")).hexdigest()
+
+
+@dataclass(frozen=True)
+class _Span:
+    """A top-level statement of a document: ``kind`` "ClassDef" / "FunctionDef" / "AsyncFunctionDef"
+    ("" for any other statement), its name, its first line (decorators included), the line its
+    ``def`` / ``class`` keyword is on, its last line."""
+
+    kind: str
+    name: str
+    start: int
+    name_line: int
+    end: int
+
+
+def _spans(tree: ast.Module) -> List[_Span]:
+    out = []
+    for st in tree.body:
+        start = min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", ())])
+        defined = isinstance(st, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        out.append(_Span(type(st).__name__ if defined else "", getattr(st, "name", ""), start, st.lineno, st.end_lineno or st.lineno))
+    return out
 
 
 class StatementMemo:
@@ -1334,8 +1366,14 @@ class _DatasetText:
         bases_of: Dict[str, Set[str]] = {}
         aliases: Dict[str, Set[str]] = {}
         self.defs: Dict[str, List[Tuple[Path, int, int]]] = {}
+        # the files that name a DataLoader (a loader's name or suffix), with their texts:
+        # ``ProjectIndex.loader_feed`` looks for the loaders given a class there
+        self.loader_texts: List[Tuple[Path, str]] = []
+        loaders = tuple(q.rsplit(".", 1)[-1] for q in k.loaders) + tuple(k.loader_suffixes)
         for p in files:
             text = read(p)
+            if any(w in text for w in loaders):
+                self.loader_texts.append((p, text))
             if "class" in text:
                 for m in _CLASS_HEAD.finditer(text):
                     bases_of.setdefault(m.group(1), set()).update(_WORD.findall(m.group(2) or ""))
@@ -1638,6 +1676,10 @@ class ProjectIndex:
         # top package -> (its files' (path, size, mtime) when read, what their text says: _DatasetText)
         self._text_tables: Dict[str, Tuple[List[Tuple[str, int, int]], "_DatasetText"]] = {}
         self._statements: Dict[str, StatementMemo] = {}  # real path -> its definitions' summaries (update_text)
+        # real path -> (the lines of the text last summarised by update_text, its top-level statements'
+        # spans): an edit inside one definition is summarised from that definition alone
+        self._documents: Dict[str, Tuple[List[str], List["_Span"]]] = {}
+        self.one_definition_updates = 0  # update_text calls answered from one definition's text
         self._namespaces: Dict[Tuple[str, str, str], int] = {}  # _namespace_levels
         self._namespace_tops: Set[str] = set()  # namespace packages (PEP 420) module names start with
 
@@ -1857,8 +1899,7 @@ class ProjectIndex:
             s = ModuleSummary(module, shown, is_package, error=f"cannot read: {exc.strerror or exc}")
             self.summaries[module] = s
             return s
-        digest = hashlib.sha256(data + f"\0{SCHEMA}\0{module}\0{is_package}".encode("utf-8", "surrogateescape")).hexdigest()
-        self._digests[module] = digest
+        digest = self._digests[module] = _digest(data, module, is_package)
         cf = self._cache_file(digest)
         if cf is not None and tree is None:
             try:
@@ -1905,15 +1946,83 @@ class ProjectIndex:
 
     def update_text(self, path: str, text: str) -> None:
         """Re-summarise one file from unsaved text (the language server's open document): the
-        definitions whose code and context did not change keep their summaries (``StatementMemo``)."""
+        definitions whose code and context did not change keep their summaries (``StatementMemo``);
+        an edit inside one top-level ``def`` / ``class`` that leaves it one statement of the same
+        name parses and summarises that statement alone (``_update_one_definition``)."""
         data = text.encode("utf-8", "surrogatepass")
+        real = os.path.realpath(path)
+        lines = split_lines(text)
+        if self._update_one_definition(real, path, data, lines):
+            return
         try:
             tree = ast.parse(data)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return  # keep the last good summary
-        memo = self._statements.setdefault(os.path.realpath(path), StatementMemo())
-        self.summarise_file(Path(path), tree=tree, data=data, lines=split_lines(text), memo=memo)
+        memo = self._statements.setdefault(real, StatementMemo())
+        self.summarise_file(Path(path), tree=tree, data=data, lines=lines, memo=memo)
         memo.done()
+        self._documents[real] = (lines, _spans(tree))
+
+    def _update_one_definition(self, real: str, path: str, data: bytes, lines: List[str]) -> bool:
+        """The document's summary brought up to ``lines`` when they differ from the last summarised
+        ones inside a single top-level ``def`` / ``class`` (its first line, the one with its name,
+        unchanged), which still parses alone as that one statement: that statement is summarised in
+        the module's context (its imports and names, which such an edit cannot change) and the
+        definitions, handles and spans after it move by the lines added. False: nothing done."""
+        last = self._documents.get(real)
+        module, is_package = self.module_for(path)
+        old_s = self.summaries.get(module)
+        if last is None or old_s is None or old_s.error:
+            return False
+        old, spans = last
+        n_old, n_new = len(old), len(lines)
+        p = 0
+        while p < n_old and p < n_new and old[p] == lines[p]:
+            p += 1
+        if p == n_old == n_new:
+            return True  # the same text
+        q = 0
+        while q < n_old - p and q < n_new - p and old[n_old - 1 - q] == lines[n_new - 1 - q]:
+            q += 1
+        delta = n_new - n_old
+        # the changed lines (1-based, old numbering): p+1 .. n_old-q; inside one definition, past its
+        # first line (a decorator or the ``def``/``class`` line itself)
+        span = next((sp for sp in spans if sp.kind and sp.start - 1 < p and n_old - q <= sp.end), None)
+        if span is None or span.name_line > p or sum(sp.name == span.name for sp in spans if sp.kind) > 1:
+            return False  # the first line changed; or a name defined twice (the last one is the module's)
+        end = span.end + delta
+        rest = next((ln for ln in lines[end:] if ln.strip() and not ln.lstrip().startswith("#")), "")
+        if rest[:1] in (" ", "\t"):
+            return False  # an indented line after it: the definition may go on
+        try:
+            tree = ast.parse("\n" * (span.start - 1) + "".join(lines[span.start - 1 : end]))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+        if len(tree.body) != 1:
+            return False
+        node = tree.body[0]
+        if span.kind != type(node).__name__ or getattr(node, "name", None) != span.name or (node.end_lineno or 0) != end:
+            return False
+        sm = _Summariser(self.k, module, is_package)
+        sm.s = ModuleSummary(
+            module, old_s.path, is_package, dict(old_s.names), dict(old_s.classes), dict(old_s.functions),
+            [a if a.line <= span.end else Assign(a.attr, a.line + delta, a.kind, a.detail) for a in old_s.handles],
+        )
+        s = sm.s
+        for table in (s.classes, s.functions):
+            for name, x in table.items():
+                if x.line > span.end:
+                    table[name] = _moved(x, delta)  # type: ignore[assignment]
+        sm.definition(node)  # type: ignore[arg-type]
+        self.one_definition_updates += 1
+        self._memo.clear()
+        self._file_texts.clear()
+        self._digests[module] = _digest(data, module, is_package)
+        self.summaries[module] = _compacted(s)
+        self._documents[real] = (lines, [sp if sp.end < span.start else _Span(
+            sp.kind, sp.name, sp.start + (delta if sp.start > span.end else 0), sp.name_line + (delta if sp.start > span.end else 0), sp.end + delta,
+        ) for sp in spans])
+        return True
 
     def summarise_all(self, paths: Iterable[str]) -> None:
         """Eager mode (``forksafe check DIR``): every given file under the root."""
@@ -2807,7 +2916,7 @@ class ProjectIndex:
         word = re.compile(r"\b" + re.escape(name) + r"\b")
         found: Optional[Tuple[str, str, int]] = None
         seen = 0
-        for p, text in self._loader_texts(qname):
+        for p, text in self._dataset_text_table(qname).loader_texts:
             if name not in text or not word.search(text):
                 continue
             seen += 1
@@ -2833,22 +2942,6 @@ class ProjectIndex:
                 break
         self._memo[key] = found
         return found
-
-    def _loader_texts(self, qname: str) -> List[Tuple[Path, str]]:
-        """The files of the package of ``qname`` whose text names a DataLoader (a loader's name or
-        suffix), with their texts: read once per package, and only those kept."""
-        key = ("loader_texts", qname.split(".", 1)[0])
-        if key not in self._memo:
-            loaders = tuple(q.rsplit(".", 1)[-1] for q in self.k.loaders) + tuple(self.k.loader_suffixes)
-            got = []
-            for p in self._package_files(qname):
-                text = self._file_texts.get(p)
-                if text is None:
-                    text = self._read_text(p)
-                if any(w in text for w in loaders):
-                    got.append((p, text))
-            self._memo[key] = got  # type: ignore[assignment]
-        return self._memo[key]  # type: ignore[return-value]
 
     def _field_type(self, s: ModuleSummary, c: ClassSummary, attr: str) -> str:
         """The declared type of ``self.<attr>`` of the class ``c`` of the module ``s``, looking into its

@@ -550,7 +550,56 @@ def test_unsaved_text_keeps_the_summaries_of_unchanged_definitions(tmp_path: Pat
         fresh = summarise(ast.parse(text), module, k, False, index.summaries[module].path)
         assert index.summaries[module] == fresh, text
     memo = index._statements[str(path.resolve())]
-    assert memo.reused == 3 + 2 + 2 + 0 + 3  # the definitions an edit did not touch
+    # the definitions an edit did not touch; the edits inside one definition (the third and the
+    # fourth) summarise that definition alone, without the memo
+    assert memo.reused == 3 + 0 + 3
+    assert index.one_definition_updates == 2
+
+
+def test_an_edit_inside_one_definition_summarises_that_definition_alone(tmp_path: Path) -> None:
+    """The language server's edits inside a method of a 2,000-line document (lines added, changed,
+    removed; the last top-level function): the summary equals a fresh summary of the whole
+    text each time, and the edits that stay inside one definition take the quick path; an edit that
+    touches a definition's first line, adds an indented line after it or breaks it does not."""
+    from benchmarks.lsp_doc import build
+    from flake8_forksafe.knowledge import default_knowledge
+
+    text = build(2000)
+    path = tmp_path / "doc.py"
+    path.write_text(text)
+    k = default_knowledge()
+    index = ProjectIndex(tmp_path, k)
+    module = index.module_for(str(path))[0]
+    index.update_text(str(path), text)
+    lines = text.splitlines(keepends=True)
+
+    def at(prefix: str, nth: int = 0) -> int:
+        return [i for i, ln in enumerate(lines) if ln.startswith(prefix)][nth]
+
+    quick = [
+        lambda ls: ls[: at("    def __getitem__") + 1] + ["        unused = 1\n"] + ls[at("    def __getitem__") + 1 :],
+        lambda ls: ls[: at("    def __init__", 2) + 1] + ["        self.extra = open('x')\n", "        self.more = 2\n"] + ls[at("    def __init__", 2) + 1 :],
+        lambda ls: ls[: at("    def __init__", 3) + 1] + ls[at("    def __init__", 3) + 2 :],  # a line removed
+        lambda ls: ls[: at("def ", -1) + 1] + ["    'docstring'\n"] + ls[at("def ", -1) + 1 :],  # the last def
+    ]
+    slow = [
+        lambda ls: ls[: at("class ")] + ["class Renamed(nn.Module):\n"] + ls[at("class ") + 1 :],  # its first line
+        lambda ls: ls[: at("    def __getitem__") + 1] + ["        x = (\n"] + ls[at("    def __getitem__") + 1 :],  # broken
+        lambda ls: ls + ["x = 1\n"],  # a new module-level statement
+    ]
+    done = 0
+    for edit in quick + slow:
+        before = index.one_definition_updates
+        lines = edit(lines)
+        new = "".join(lines)
+        index.update_text(str(path), new)
+        try:
+            fresh = summarise(ast.parse(new), module, k, False, index.summaries[module].path)
+        except SyntaxError:
+            continue  # the last good summary is kept
+        assert index.summaries[module] == fresh
+        done += index.one_definition_updates - before
+    assert done == len(quick)
 
 
 def test_packages_side_by_side_in_site_packages_are_not_one_project(tmp_path: Path) -> None:
