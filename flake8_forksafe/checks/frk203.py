@@ -51,6 +51,15 @@ class Hit:
     qname: str = ""  # the constructor's qualified name (a ``rules/unpicklable.toml`` object)
 
 
+def _param_default(fn: FuncInfo, name: str) -> Optional[cst.BaseExpression]:
+    """The default value of ``fn``'s parameter ``name``, or None."""
+    ps = fn.node.params
+    for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params):
+        if p.name.value == name:
+            return p.default
+    return None
+
+
 def _classify(a: Analysis, value: Optional[cst.BaseExpression], fn: FuncInfo, depth: int = 0) -> List[Hit]:
     if value is None or depth > 3:
         return []
@@ -79,6 +88,10 @@ def _classify(a: Analysis, value: Optional[cst.BaseExpression], fn: FuncInfo, de
             out = []
             for v in fn.local_assigns.get(name, []):
                 out += [Hit(h.node, h.label, h.kind, False, h.qname) for h in _classify(a, v, fn, depth + 1)]
+            default = _param_default(fn, name) if name not in fn.local_assigns else None
+            if isinstance(default, cst.Name) and a.is_module_object(default):
+                # ``def __init__(self, pickler=pickle): self.pickler = pickler``: kept unless given
+                out.append(Hit(value, f"the module {a.aliases.get(default.value, default.value)} (the default of {name})", "module", False))
             return out
         if a.is_module_object(value) and not bound_in_scope(fn, name):
             return [Hit(value, f"the module {a.aliases.get(name, name)}", "module", False)]

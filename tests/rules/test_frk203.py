@@ -305,3 +305,29 @@ def test_a_starred_generator_is_unpacked_at_once():
                 return self.files[i], self.more, self.both, self.kept
         """
     assert findings(src) == [(11, 21, None)]
+
+
+def test_a_module_kept_through_a_parameter_default():
+    """``def __init__(self, pickler=pickle): self.pickler = pickler``: unless a caller gives another
+    value, the dataset keeps the module (webdataset's ``LMDBCached``, seen in the work corpus); reported
+    at the stored name, without a fix. A default that is no module, or a parameter rebound first, is not."""
+    src = '''
+        import pickle
+
+        from torch.utils.data import Dataset
+
+
+        class Cached(Dataset):
+            def __init__(self, items, pickler=pickle, other=None, codec=pickle):
+                self.items = items
+                self.pickler = pickler
+                self.other = other
+                codec = codec.dumps
+                self.codec = codec
+
+            def __getitem__(self, i):
+                return self.pickler.loads(self.items[i])
+    '''
+    found = check_dedented(src, "ds.py", CFG)
+    assert [(f.code, f.line, f.col, f.fix) for f in found] == [("FRK203", 10, 23, None)]
+    assert found[0].message.startswith("the module pickle (the default of pickler) stored in Cached.__init__ and kept in self.pickler")
