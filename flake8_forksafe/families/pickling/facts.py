@@ -1028,8 +1028,7 @@ def class_factory(a: Analysis, site: CallSite) -> Optional[Tuple[ClassInfo, Func
     if isinstance(ann, cst.Name) and ann.value == cls.name:
         return cls, fn
     makers = {cls.name} | ({fn.params[0]} if fn.params and _decorated(fn, "classmethod") else set())
-    for ret in _own_returns(fn):
-        v = ret.value
+    for v in returned_values(fn):
         if isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value in makers:
             return cls, fn
     return None
@@ -1046,27 +1045,6 @@ def _parsed_annotation(s: cst.SimpleString) -> Optional[cst.BaseExpression]:
 
 def _decorated(fn: FuncInfo, name: str) -> bool:
     return any(isinstance(d.decorator, cst.Name) and d.decorator.value == name for d in fn.node.decorators)
-
-
-def _own_returns(fn: FuncInfo) -> List[cst.Return]:
-    """The ``return`` statements of ``fn``'s own body (not of nested functions, classes or lambdas)."""
-    out: List[cst.Return] = []
-
-    class R(cst.CSTVisitor):
-        def visit_Return(self, node: cst.Return) -> None:
-            out.append(node)
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return False
-
-        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-            return False
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-    fn.node.body.visit(R())
-    return out
 
 
 def collect(a: Analysis, kinds: Sequence[str], loader_args: Sequence[str], extra=()) -> List[Tuple[Leaf, str]]:
