@@ -861,10 +861,7 @@ class Analysis:
         got = self.param_annotation(cls.in_function, base.value)
         ann = got[1] if got is not None else None
         if isinstance(ann, cst.SimpleString):  # a quoted annotation: "type[Dataset]"
-            try:
-                ann = cst.parse_expression(ann.evaluated_value)  # type: ignore[arg-type]
-            except Exception:
-                return None
+            ann = parsed_annotation(ann)
         if (
             isinstance(ann, cst.Subscript)
             and (dotted(ann.value) or "").rsplit(".", 1)[-1] in ("Type", "type")
@@ -2193,6 +2190,14 @@ def _captured_handles(a: Analysis, value: cst.BaseExpression, fn: FuncInfo) -> L
         if hit is not None:
             return [KeptHandle(hit[0], hit[1], direct=False, container=False, captured=label)]
     return []
+
+
+def parsed_annotation(s: cst.SimpleString) -> Optional[cst.BaseExpression]:
+    """A quoted annotation's expression (``"Dataset[T]"``), or None when it holds none."""
+    try:
+        return cst.parse_expression(s.evaluated_value)  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - not an expression (nor a str)
+        return None
 
 
 def param_default(scope: Optional[FuncInfo], name: str) -> Optional[cst.BaseExpression]:

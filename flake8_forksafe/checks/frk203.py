@@ -15,6 +15,7 @@ from flake8_forksafe.analysis import (
     bound_in_scope,
     container_elements,
     no_worker_processes,
+    param_default,
     self_attr,
 )
 from flake8_forksafe.families.handles.facts import (
@@ -51,15 +52,6 @@ class Hit:
     qname: str = ""  # the constructor's qualified name (a ``rules/unpicklable.toml`` object)
 
 
-def _param_default(fn: FuncInfo, name: str) -> Optional[cst.BaseExpression]:
-    """The default value of ``fn``'s parameter ``name``, or None."""
-    ps = fn.node.params
-    for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params):
-        if p.name.value == name:
-            return p.default
-    return None
-
-
 def _classify(a: Analysis, value: Optional[cst.BaseExpression], fn: FuncInfo, depth: int = 0) -> List[Hit]:
     if value is None or depth > 3:
         return []
@@ -88,7 +80,7 @@ def _classify(a: Analysis, value: Optional[cst.BaseExpression], fn: FuncInfo, de
             out = []
             for v in fn.local_assigns.get(name, []):
                 out += [Hit(h.node, h.label, h.kind, False, h.qname) for h in _classify(a, v, fn, depth + 1)]
-            default = _param_default(fn, name) if name not in fn.local_assigns else None
+            default = param_default(fn, name) if name not in fn.local_assigns else None
             if isinstance(default, cst.Name) and a.is_module_object(default):
                 # ``def __init__(self, pickler=pickle): self.pickler = pickler``: kept unless given
                 out.append(Hit(value, f"the module {a.aliases.get(default.value, default.value)} (the default of {name})", "module", False))

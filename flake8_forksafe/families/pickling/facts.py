@@ -21,6 +21,7 @@ from flake8_forksafe.analysis import (
     dotted,
     no_worker_processes,
     param_default,
+    parsed_annotation,
     push_children,
     returned_values,
     string_value,
@@ -169,7 +170,7 @@ class Keeper:
         if a.index is None or not isinstance(call.func, (cst.Name, cst.Attribute)):
             return None
         q = a.qualify(call.func)
-        if not q or q.split(".", 1)[0] in ("torch", "torchvision", "numpy", "builtins"):
+        if not q or q.split(".", 1)[0] in _NOT_PROJECT_TOPS:
             return None
         made = _project_dataset_factory(a, q)
         if made is None:
@@ -363,10 +364,14 @@ def _used_only_args(a: Analysis, site: CallSite, base: Optional[ClassInfo]) -> F
     return a.transient_args(None, base) | _project_transient(a, a.class_qname(base), "")
 
 
+# the libraries whose names the project index is never asked about (they are no project's code)
+_NOT_PROJECT_TOPS = frozenset({"torch", "torchvision", "numpy", "builtins"})
+
+
 def _project_transient(a: Analysis, qname: Optional[str], after: Optional[str]) -> FrozenSet[str]:
     """``Method.transient`` of the ``__init__`` the project index finds for the class ``qname``
     (``after`` is not None: the first one after the class itself, in its bases)."""
-    if a.index is None or not qname or qname.split(".", 1)[0] in ("torch", "torchvision", "numpy", "builtins"):
+    if a.index is None or not qname or qname.split(".", 1)[0] in _NOT_PROJECT_TOPS:
         return frozenset()
     try:
         ref = a.index.resolve_method(qname, "__init__", after=qname if after is not None else None)
@@ -1022,7 +1027,7 @@ def class_factory(a: Analysis, site: CallSite) -> Optional[Tuple[ClassInfo, Func
         return None
     ann = fn.node.returns.annotation if fn.node.returns is not None else None
     if isinstance(ann, cst.SimpleString):
-        ann = _parsed_annotation(ann)
+        ann = parsed_annotation(ann)
     if isinstance(ann, cst.Subscript):
         ann = ann.value
     if isinstance(ann, cst.Name) and ann.value == cls.name:
@@ -1032,15 +1037,6 @@ def class_factory(a: Analysis, site: CallSite) -> Optional[Tuple[ClassInfo, Func
         if isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value in makers:
             return cls, fn
     return None
-
-
-def _parsed_annotation(s: cst.SimpleString) -> Optional[cst.BaseExpression]:
-    """A quoted annotation's expression (``"Dataset[T]"``), or None."""
-    try:
-        value = s.evaluated_value
-        return cst.parse_expression(value.strip()) if isinstance(value, str) else None
-    except Exception:  # noqa: BLE001 - not an expression
-        return None
 
 
 def _decorated(fn: FuncInfo, name: str) -> bool:
