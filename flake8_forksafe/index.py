@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import hashlib
 import json
 import os
@@ -25,7 +26,7 @@ import re
 import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import LEAF_FIELDS, _dotted, split_lines  # the gate's readers: one definition
@@ -809,28 +810,102 @@ class _Fn:
 _CLASS_BASES = re.compile(r"class[ \t]+\w+[ \t]*\(([^)]*)")
 _FROM_IMPORT = re.compile(r"from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
 _IMPORT = re.compile(r"import[ \t]+([^\n]*)")
-_CALLED = re.compile(r"(?<![\w.])(\w+)\(")  # a name called as written: ``TaskSet(``
 
 
-def _at_line_starts(pattern: "re.Pattern[str]", text: str) -> list:
-    """``re.compile("^[ \\t]*" + pattern, re.M).findall(text)``: the matches that only spaces or
-    tabs precede on their line (a match elsewhere is skipped, and the search goes on from its next
-    character, so that it hides no match that starts inside it)."""
-    out = []
+def _line_start_matches(
+    pattern: "re.Pattern[str]", text: str, indented: bool = True, after_async: bool = False
+) -> Iterator[Tuple[int, "re.Match[str]"]]:
+    """(where its line starts, the match) for each match of ``pattern`` (which should start with a
+    keyword, so that ``re`` finds its candidates by a fast literal search) that only spaces or tabs
+    (``indented``; nothing when False) and, with ``after_async``, an ``async`` keyword precede on its
+    line: what ``re.compile("^[ \\t]*(?:async[ \\t]+)?" + pattern, re.M)`` would find, several times
+    faster. A match elsewhere is skipped and the search goes on from its next character, so that it
+    hides no match that starts inside it."""
     pos = 0
     search = pattern.search
-    multi = pattern.groups > 1
     while True:
         m = search(text, pos)
         if m is None:
-            return out
+            return
         start = m.start()
         line = text.rfind("\n", 0, start) + 1
-        if line == start or not text[line:start].strip(" \t"):
-            out.append(m.groups() if multi else m.group(1))
+        before = text[line:start]
+        if indented:
+            before = before.lstrip(" \t")
+        if not before or (after_async and before[:5] == "async" and len(before) > 5 and not before[5:].strip(" \t")):
+            yield line, m
             pos = m.end()
         else:
             pos = start + 1
+
+
+def _at_line_starts(pattern: "re.Pattern[str]", text: str) -> list:
+    """``re.compile("^[ \\t]*" + pattern, re.M).findall(text)`` (``_line_start_matches``)."""
+    if pattern.groups > 1:
+        return [m.groups() for _, m in _line_start_matches(pattern, text)]
+    return [m.group(1) for _, m in _line_start_matches(pattern, text)]
+
+
+def _word_matches(pattern: "re.Pattern[str]", text: str) -> Iterator["re.Match[str]"]:
+    """The matches of ``pattern`` (which starts with a literal word, found by a fast literal search)
+    that start a word: what ``\\b`` + ``pattern`` would find, several times faster. A match inside a
+    word is skipped and the search goes on from its next character, so that it hides no match."""
+    pos = 0
+    search = pattern.search
+    while True:
+        m = search(text, pos)
+        if m is None:
+            return
+        start = m.start()
+        c = text[start - 1] if start else " "
+        if c.isalnum() or c == "_":
+            pos = start + 1
+        else:
+            yield m
+            pos = m.end()
+
+
+@functools.lru_cache(maxsize=None)
+def _rest_of(pattern: "re.Pattern[str]") -> "re.Pattern[str]":
+    """``pattern`` without its leading ``\\n``."""
+    assert pattern.pattern.startswith("\\n")
+    return re.compile(pattern.pattern[2:], pattern.flags)
+
+
+def _line_matches(pattern: "re.Pattern[str]", text: str) -> Iterator["re.Match[str]"]:
+    """The matches of ``pattern`` = ``"\\n" + rest`` (found by a fast search for the newline), and of
+    ``rest`` at the start of ``text``: what ``^`` + ``rest`` with re.M finds, faster. A match's
+    groups and end are ``rest``'s (its start is one less, at the newline)."""
+    first = _rest_of(pattern).match(text)
+    if first is not None:
+        yield first
+    yield from pattern.finditer(text, first.end() if first is not None else 0)
+
+
+def _indent(text: str, line: int) -> int:
+    """How many spaces or tabs start the line that starts at ``line``."""
+    end = line
+    while end < len(text) and text[end] in " \t":
+        end += 1
+    return end - line
+
+
+def _calls_name(text: str, name: str) -> bool:
+    """``name`` is called as written (``TaskSet(``, not ``x.TaskSet(`` nor ``MyTaskSet(``):
+    what ``(?<![\\w.])(\\w+)\\(`` finds, by a literal search for ``name(``."""
+    if not _WORD.fullmatch(name):
+        return False
+    want = name + "("
+    pos = text.find(want)
+    while pos >= 0:
+        if pos == 0:
+            return True
+        c = text[pos - 1]
+        if not (c.isalnum() or c == "_" or c == "."):
+            return True
+        pos = text.find(want, pos + 1)
+    return False
+
 
 BUILTINS = frozenset({"open", "object", "super", "type"})
 
@@ -1308,13 +1383,13 @@ class TextModule:
 # the project
 
 
-_CLASS_HEAD = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?", re.M)
-_TOP_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.M)
-_TOP_END = re.compile(r"^(?:async[ \t]+def|def|class|@)[ \t]*", re.M)  # where a module-level def's text ends
+_CLASS_HEAD = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?")  # at a line start: _line_start_matches
+_DEF = re.compile(r"def[ \t]+(\w+)")  # at a line start (an ``async`` before it): _line_start_matches
+_TOP_END = re.compile(r"\n(?:async[ \t]+def|def|class|@)")  # where a module-level def's text ends (the next line)
 _ALIAS = re.compile(r"\b(\w+)[ \t]+as[ \t]+(\w+)")
-_KEEPING = re.compile(r"\bself\.\w+(?:\.\w+)*(?:\[[^\]\n]*\])?[ \t]*(?::[^=\n]*)?(?:=(?!=)|\.(?:append|extend|add|insert|setdefault|update)\()")
-_RETURNING = re.compile(r"\breturn\b")
-_LOCAL_ASSIGN = re.compile(r"^[ \t]+(\w+)[ \t]*(?::[^=\n]*)?=(?!=)", re.M)  # ``name = ...`` in a body
+_KEEPING = re.compile(r"self\.\w+(?:\.\w+)*(?:\[[^\]\n]*\])?[ \t]*(?::[^=\n]*)?(?:=(?!=)|\.(?:append|extend|add|insert|setdefault|update)\()")
+_RETURNING = re.compile(r"return\b")
+_LOCAL_ASSIGN = re.compile(r"\n[ \t]+(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")  # ``name = ...`` in a body (``_line_matches``)
 _CALL_WORD = re.compile(r"(\w+)[ \t]*\(")
 
 
@@ -1349,9 +1424,7 @@ def _statement_rest(text: str, pos: int, limit: int = 40) -> str:
     return text[pos:end]
 
 
-_ANY_DEF_HEAD = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)", re.M)
-_ANY_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", re.M)
-_NAME_ALIAS = re.compile(r"^(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*([\w.]+)[ \t]*(?:#[^\n]*)?$", re.M)  # X = a.Y
+_NAME_ALIAS = re.compile(r"\n(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*([\w.]+)[ \t]*(?:#[^\n]*)?$", re.M)  # X = a.Y (``_line_matches``)
 _WORD = re.compile(r"\w+")
 
 
@@ -1380,7 +1453,7 @@ class _DatasetText:
             if any(w in text for w in loaders):
                 self.loader_texts.append((p, text))
             if "class" in text:
-                for m in _CLASS_HEAD.finditer(text):
+                for _, m in _line_start_matches(_CLASS_HEAD, text):
                     bases_of.setdefault(m.group(1), set()).update(_WORD.findall(m.group(2) or ""))
             if " as " in text:  # in import statements only (not "such as" in prose)
                 imported = [g[2] for g in _at_line_starts(_FROM_IMPORT, text)] + _at_line_starts(_IMPORT, text)
@@ -1389,12 +1462,13 @@ class _DatasetText:
                         for m in _ALIAS.finditer(names):
                             aliases.setdefault(m.group(1), set()).add(m.group(2))
             if "def" in text:
-                for m in _TOP_DEF.finditer(text):
-                    end = _TOP_END.search(text, m.end())
-                    self.defs.setdefault(m.group(1), []).append((p, m.end(), end.start() if end else len(text)))
-                self.inner_defs.update(_ANY_DEF.findall(text))
+                for line, m in _line_start_matches(_DEF, text, after_async=True):
+                    self.inner_defs.add(m.group(1))
+                    if text[line] not in " \t":  # a module-level def
+                        end = _TOP_END.search(text, m.end())
+                        self.defs.setdefault(m.group(1), []).append((p, m.end(), end.start() + 1 if end else len(text)))
             if "=" in text:
-                for m in _NAME_ALIAS.finditer(text):
+                for m in _line_matches(_NAME_ALIAS, text):
                     self.assigned.setdefault(m.group(1), set()).add(m.group(2).rsplit(".", 1)[-1])
 
         base_names = {b.rsplit(".", 1)[-1] for b in k.dataset_bases}
@@ -1480,13 +1554,13 @@ class _DatasetText:
             for p in self.files:
                 text = self.read(p)
                 if "self." in text:
-                    for m in _KEEPING.finditer(text):
+                    for m in _word_matches(_KEEPING, text):
                         kept.update(_CALL_WORD.findall(_statement_rest(text, m.end())))
                 if "return" not in text:
                     continue
-                heads = [(m.start(), len(m.group(1)), m.group(2)) for m in _ANY_DEF_HEAD.finditer(text)]
+                heads = [(line, _indent(text, line), m.group(1)) for line, m in _line_start_matches(_DEF, text, after_async=True)]
                 starts = [h[0] for h in heads]
-                for m in _RETURNING.finditer(text):
+                for m in _word_matches(_RETURNING, text):
                     line = text.rfind("\n", 0, m.start()) + 1
                     indent = m.start() - line
                     i = bisect.bisect_right(starts, line) - 1
@@ -1499,7 +1573,7 @@ class _DatasetText:
                     words.update(returned_words)  # called or not: ``return EncodedVideoPyAV``
                     if i >= 0:  # ``f = cls._crop(...); return f``, ``cls_ = pick(d); return cls_(p)``:
                         body = text[heads[i][0] : m.start()]  # what a returned local was given
-                        for a in _LOCAL_ASSIGN.finditer(body):
+                        for a in _line_matches(_LOCAL_ASSIGN, body):
                             if a.group(1) in returned_words:
                                 words.update(_WORD.findall(_statement_rest(body, a.end())))
             out = set(kept)
@@ -1722,16 +1796,13 @@ class ProjectIndex:
         module, is_package = self.module_for(path)
         tops = self.top_packages() | {module.split(".", 1)[0]}
         out: List[str] = []
-        called: Optional[Set[str]] = None
         for dots, mod, imported in _at_line_starts(_FROM_IMPORT, text):
             if not (dots or mod.split(".", 1)[0] in tops):
                 continue
-            if called is None:  # one scan of the text for every imported name
-                called = set(_CALLED.findall(text))
             base_mod = absolute_module(module, is_package, len(dots), mod or None)
             for n in imported.strip("()").split(","):
                 n = n.split("#", 1)[0].split()
-                if n and n[-1] in called:
+                if n and _calls_name(text, n[-1]):
                     q = f"{base_mod}.{n[0]}" if base_mod else n[0]
                     if q not in out:
                         out.append(q)
@@ -3193,7 +3264,16 @@ def has_project_dataset(index: ProjectIndex, path: str, k: Knowledge, text: Opti
     return False
 
 
-_INNER_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]", re.M)  # a def or class statement's line
+_DEF_WORD = re.compile(r"def[ \t]")
+_CLASS_WORD = re.compile(r"class[ \t]")
+
+
+def _holds_def(seg: str) -> bool:
+    """A line of ``seg`` starts a def or class statement (after spaces, tabs or ``async``)."""
+    for pattern in (_DEF_WORD, _CLASS_WORD):
+        for _ in _line_start_matches(pattern, seg, after_async=True):
+            return True
+    return False
 
 
 def lambda_scope_calls(tree: ast.Module, text: str) -> Optional[Set[str]]:
@@ -3213,12 +3293,12 @@ def lambda_scope_calls(tree: ast.Module, text: str) -> Optional[Set[str]]:
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
             head = st.decorator_list[0].lineno if st.decorator_list else st.lineno
             body = lines_of(st.body[0].lineno, st.end_lineno or st.lineno)
-            return "lambda" in lines_of(head, st.end_lineno or st.lineno) or _INNER_DEF.search(body) is not None
+            return "lambda" in lines_of(head, st.end_lineno or st.lineno) or _holds_def(body)
         if isinstance(st, ast.ClassDef):
             decorators = "".join(lines[d.lineno - 1] for d in st.decorator_list)
             return "lambda" in decorators or any(holds(b) for b in st.body)
         seg = lines_of(st.lineno, st.end_lineno or st.lineno)  # a statement of a class body
-        return "lambda" in seg or _INNER_DEF.search(seg) is not None
+        return "lambda" in seg or _holds_def(seg)
 
     out: Set[str] = set()
     for st in tree.body:
@@ -3229,7 +3309,7 @@ def lambda_scope_calls(tree: ast.Module, text: str) -> Optional[Set[str]]:
             seg = lines_of(st.lineno, st.end_lineno or st.lineno)
             if "lambda" in seg:
                 return None
-            if _INNER_DEF.search(seg) is None:
+            if not _holds_def(seg):
                 continue
         for n in ast.walk(st):
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
@@ -3296,7 +3376,7 @@ def returned_callables(tree: ast.Module, text: str = "") -> List[str]:
         seg = segment(fn) if lines else ""
         if lines and "return" not in seg:
             continue
-        if lines and "lambda" not in seg and not _INNER_DEF.search(seg, seg.find("\n") + 1):
+        if lines and "lambda" not in seg and not _holds_def(seg[seg.find("\n") + 1 :]):
             rest.append((name, fn, seg))  # may return what another function returns
             continue
         inner: Set[str] = set()
