@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Opt
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import LEAF_FIELDS, _dotted, split_lines  # the gate's readers: one definition
 
-SCHEMA = 12  # bump when the summary's shape or meaning changes: old cache entries are then ignored
+SCHEMA = 13  # bump when the summary's shape or meaning changes: old cache entries are then ignored
 CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module loads the engine)
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
@@ -103,6 +103,10 @@ class Method:
     # by default): "<source>:<line>", source "self.<attr>", "type.<qualified annotation>" (a parameter
     # annotated with a class) or "call.<qualified callee>" (``DataLoader(Rows(...))``)
     loader_datasets: List[str] = field(default_factory=list)
+    # the parameters a returned value's constructor is given as they are (``return ImageFolder(root,
+    # transform=transform)``, also through a local it was assigned to): "<callee>|<param>|<keyword>",
+    # callee qualified, keyword "" when passed by position: what a library dataset a factory returns keeps
+    forwards: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -542,6 +546,9 @@ class _Summariser:
             for e in self.produced(r, fn):
                 if e not in m.makes and len(m.makes) < 16:
                     m.makes.append(e)
+            for e in self.forwarded(r, fn):
+                if e not in m.forwards and len(m.forwards) < 16:
+                    m.forwards.append(e)
         if saved_names is not None:
             self.s.names = saved_names
         if self_name and node.name == "__init__":  # constructor arguments used only while constructing
@@ -646,6 +653,25 @@ class _Summariser:
         if isinstance(e, ast.IfExp):
             return self.produced(e.body, fn, depth + 1) + self.produced(e.orelse, fn, depth + 1)
         return []
+
+    def forwarded(self, e: Optional[ast.AST], fn: "_Fn", depth: int = 0) -> List[str]:
+        """``Method.forwards`` entries for the returned value ``e`` (see there)."""
+        if isinstance(e, ast.Name) and e.id in fn.locals and depth < 2:
+            return [x for v in fn.locals[e.id][-4:] for x in self.forwarded(v, fn, depth + 1)]
+        if not isinstance(e, ast.Call):
+            return []
+        d = _dotted(e.func)
+        if d is None:
+            return []
+        head = d.split(".", 1)[0]
+        if head in fn.params or head in fn.locals or head == fn.self:
+            return []
+        q = self.qualify(d)
+        if not q:
+            return []
+        out = [f"{q}|{a.id}|" for a in e.args if isinstance(a, ast.Name) and a.id in fn.params]
+        out += [f"{q}|{k.value.id}|{k.arg}" for k in e.keywords if k.arg and isinstance(k.value, ast.Name) and k.value.id in fn.params]
+        return out
 
     def device_flow(self, body_nodes: List[ast.AST], fn: "_Fn", m: Method) -> None:
         """``Method.device_uses`` / ``device_flows`` (see there)."""
@@ -1146,6 +1172,7 @@ def _moved(x: object, delta: int) -> object:
         makes=list(m.makes),
         keeps=[at(e, 2) for e in m.keeps],
         loader_datasets=[at(e, 1) for e in m.loader_datasets],
+        forwards=list(m.forwards),
         transient=list(m.transient),
         seeds=list(m.seeds),
     )
@@ -1428,6 +1455,38 @@ _NAME_ALIAS = re.compile(r"\n(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*([\w.]+)[ \t]*(?:#[^
 _WORD = re.compile(r"\w+")
 
 
+def _library_markers(k: Knowledge) -> Tuple[str, ...]:
+    """A word every import of each ``dataset_modules`` module (or of a name from it) holds: its
+    longest part (``torchvision`` of ``torchvision.datasets``, ``datapipes`` of
+    ``torch.utils.data.datapipes.iter``)."""
+    return tuple(sorted({max(m.split("."), key=len) for m in k.dataset_modules}))
+
+
+def _library_dataset_words(text: str, modules: Sequence[str]) -> Set[str]:
+    """The local names the import statements of ``text`` bind to a module of ``modules``, to a module
+    below one, or to a name imported from one."""
+    out: Set[str] = set()
+
+    def library(mod: str) -> bool:
+        return any(mod == m or mod.startswith(m + ".") for m in modules)
+
+    for dots, mod, imported in _at_line_starts(_FROM_IMPORT, text):
+        if dots:
+            continue
+        for n in imported.strip("()").split(","):
+            n = n.split("#", 1)[0].split()
+            if n and (library(mod) or library(f"{mod}.{n[0]}")):
+                out.add(n[-1])
+    for imported in _at_line_starts(_IMPORT, text):
+        for n in imported.split(","):
+            n = n.split("#", 1)[0].split()
+            if len(n) == 3 and library(n[0]):
+                out.add(n[2])
+            elif n and any(m.startswith(n[0] + ".") or library(n[0]) for m in modules):
+                out.add(n[0].split(".", 1)[0])  # ``import torchvision``: ``torchvision.datasets.X(...)``
+    return out
+
+
 class _DatasetText:
     """What the text of a package says about which of its names may make a dataset (an
     over-approximation, so that ``ProjectIndex.may_make_dataset`` is False only when the summaries
@@ -1448,6 +1507,11 @@ class _DatasetText:
         # ``ProjectIndex.loader_feed`` looks for the loaders given a class there
         self.loader_texts: List[Tuple[Path, str]] = []
         loaders = k.derived("index.loader_words", _loader_words)
+        # the names the package binds to a library dataset module or its classes (``from
+        # torchvision.datasets import ImageFolder``, ``from torchvision import datasets``): a function
+        # naming one may return a library dataset (``ProjectIndex._library_datasets``)
+        self.library_words: Set[str] = set()
+        library_markers = k.derived("index.library_markers", _library_markers)
         for p in files:
             text = read(p)
             if any(w in text for w in loaders):
@@ -1470,6 +1534,8 @@ class _DatasetText:
             if "=" in text:
                 for m in _line_matches(_NAME_ALIAS, text):
                     self.assigned.setdefault(m.group(1), set()).add(m.group(2).rsplit(".", 1)[-1])
+            if any(w in text for w in library_markers):
+                self.library_words |= _library_dataset_words(text, k.dataset_modules)
 
         base_names = {b.rsplit(".", 1)[-1] for b in k.dataset_bases}
         suffixes = tuple(k.dataset_base_suffixes)
@@ -1658,7 +1724,7 @@ class _DatasetText:
             for p, start, end in self.defs[name]:
                 body = self.read(p)[start:end]
                 words = set(_WORD.findall(body))
-                if words & self.candidates:
+                if words & self.candidates or words & self.library_words:
                     got = True
                     break
                 if depth < 3:
@@ -2571,9 +2637,24 @@ class ProjectIndex:
             return None
         q = self.canonical(qname)
         made = [c for c in sorted(self.instances(q)) if is_base(c) or self.derives_from(c, is_base)]
-        if made:
+        if made or self._library_datasets(got[0], is_base):
             self._memo[key] = (got[0], q, made)
         return self._memo[key]  # type: ignore[return-value]
+
+    def _library_datasets(self, fn: Method, is_base: Callable[[str], bool]) -> List[str]:
+        """The library dataset classes the function ``fn`` returns objects of (``return
+        datasets.ImageFolder(root, transform=transform)``): a dataset base name, or a class of a
+        ``dataset_modules`` module (``torchvision.datasets``), not defined in the project."""
+        out: List[str] = []
+        tops = self.top_packages()
+        for e in fn.makes:
+            kind, _, what = e.partition(":")
+            if kind != "call" or what in out or what.split(".", 1)[0] in tops or self.k.not_a_dataset(what):
+                continue
+            last = what.rsplit(".", 1)[-1]
+            if is_base(what) or (last[:1].isupper() and any(what.startswith(m + ".") for m in self.k.dataset_modules)):
+                out.append(what)
+        return out
 
     def _dataset_factory(self, qname: str, is_base: Callable[[str], bool]) -> Optional[Tuple[List[str], Set[str], str]]:
         got = self._dataset_made(qname, is_base)
@@ -2584,6 +2665,11 @@ class ProjectIndex:
         kept: Set[str] = set()
         for c in made:
             kept |= self.stored_init_params(c) & set(params)
+        libraries = self._library_datasets(fn, is_base)
+        for e in fn.forwards:  # a library dataset keeps what it is given, but what its model says it only uses
+            callee, p, keyword = e.split("|")
+            if callee in libraries and not (keyword and keyword in self.k.library_transient(callee)):
+                kept.add(p)
         s = self.summary(q.rpartition(".")[0])
         return params, kept, f" (kept by the datasets {fn.name}() makes, {s.path if s else '?'}:{fn.line})"
 

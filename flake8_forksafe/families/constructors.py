@@ -88,16 +88,31 @@ def dataset_constructor(a: Analysis, site: CallSite) -> Optional[str]:
         return last
     if last[:1].isupper() and a.project_dataset_base(q):
         return last  # a dataset class of another module of the project (the index)
-    if _project_dataset_factory(a, q) is not None:
-        return last  # a function of another module of the project that makes datasets of its arguments
+    if _project_dataset_factory(a, q, site) is not None:
+        return last  # a function of the project (this module's too) that makes datasets of its arguments
     return None
 
 
-def _project_dataset_factory(a: Analysis, qname: str) -> Optional[Tuple[List[str], Set[str], str]]:
-    if a.index is None:
+def factory_qname(a: Analysis, qname: Optional[str], site: Optional[CallSite] = None) -> Optional[str]:
+    """The absolute name of a function called as ``qname`` (``a.qualify``'s): a module-level function
+    of this file called by its name (not one of the same name defined in a function enclosing
+    ``site``) gets this module's name."""
+    q = a.absolute(qname)
+    if q and q in a.module_functions and q not in a.aliases and (site is None or local_definition(a, q, site.func) is None):
+        mod = a.module_name[0]
+        q = f"{mod}.{q}" if mod else q
+    return q
+
+
+def _project_dataset_factory(
+    a: Analysis, qname: Optional[str], site: Optional[CallSite] = None
+) -> Optional[Tuple[List[str], Set[str], str]]:
+    """What the index says of the dataset factory ``qname`` (``dataset_factory``): a function of
+    another module of the project, or a module-level function of this file (``factory_qname``)."""
+    if a.index is None or not qname:
         return None
     try:
-        return a.index.dataset_factory(a.absolute(qname), a._is_dataset_base_name)
+        return a.index.dataset_factory(factory_qname(a, qname, site), a._is_dataset_base_name)
     except Exception:  # noqa: BLE001 - the index cannot say
         return None
 
@@ -136,7 +151,7 @@ def constructor_stores(a: Analysis, site: CallSite, base: Optional[ClassInfo]) -
         ref = a.index.resolve_class(a.absolute(site.qname))
         q = ref.qname if ref is not None else None
         if ref is None:
-            made = _project_dataset_factory(a, site.qname)
+            made = _project_dataset_factory(a, site.qname, site)
             if made is not None:
                 return made
     else:

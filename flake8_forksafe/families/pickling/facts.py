@@ -28,6 +28,7 @@ from flake8_forksafe.analysis import (
 )
 from flake8_forksafe.families.constructors import (
     _project_dataset_factory,
+    factory_qname,
     constructed_class,
     constructor_stores,
     dataset_constructor,
@@ -176,7 +177,7 @@ class Keeper:
         if made is None:
             return None
         try:
-            return made[0], a.index.factory_drops(a.absolute(q), a._is_dataset_base_name)
+            return made[0], a.index.factory_drops(factory_qname(a, q), a._is_dataset_base_name)
         except Exception:  # noqa: BLE001 - the index cannot say: every argument may be kept
             return None
 
@@ -350,7 +351,7 @@ def _used_only_args(a: Analysis, site: CallSite, base: Optional[ClassInfo]) -> F
     if base is None:
         cls = a.module_classes.get(site.qname or "")
         if cls is None:
-            made = _project_dataset_factory(a, site.qname) if site.qname else None
+            made = _project_dataset_factory(a, site.qname, site) if site.qname else None
             if made is not None:  # a dataset factory of the project: what none of its datasets keeps
                 return frozenset(set(made[0]) - made[1])
             return a.transient_args(site.qname) | _project_transient(a, a.absolute(site.qname or ""), None)
