@@ -1455,16 +1455,16 @@ _NAME_ALIAS = re.compile(r"\n(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*([\w.]+)[ \t]*(?:#[^
 _WORD = re.compile(r"\w+")
 
 
-def _library_markers(k: Knowledge) -> Tuple[str, ...]:
-    """A word every import of each ``dataset_modules`` module (or of a name from it) holds: its
-    longest part (``torchvision`` of ``torchvision.datasets``, ``datapipes`` of
-    ``torch.utils.data.datapipes.iter``)."""
-    return tuple(sorted({max(m.split("."), key=len) for m in k.dataset_modules}))
+def _library_markers(modules: Sequence[str]) -> Tuple[str, ...]:
+    """A word every import of each module (or of a name from it) holds: its longest part
+    (``torchvision`` of ``torchvision.datasets``, ``datapipes`` of ``torch.utils.data.datapipes.iter``)."""
+    return tuple(sorted({max(m.split("."), key=len) for m in modules}))
 
 
 def _library_dataset_words(text: str, modules: Sequence[str]) -> Set[str]:
     """The local names the import statements of ``text`` bind to a module of ``modules``, to a module
-    below one, or to a name imported from one."""
+    below one, or to a name imported from one (``from torchvision import datasets``, ``from
+    torchvision.datasets import ImageFolder as F``, ``import torchvision.datasets as D``)."""
     out: Set[str] = set()
 
     def library(mod: str) -> bool:
@@ -1481,9 +1481,8 @@ def _library_dataset_words(text: str, modules: Sequence[str]) -> Set[str]:
         for n in imported.split(","):
             n = n.split("#", 1)[0].split()
             if len(n) == 3 and library(n[0]):
-                out.add(n[2])
-            elif n and any(m.startswith(n[0] + ".") or library(n[0]) for m in modules):
-                out.add(n[0].split(".", 1)[0])  # ``import torchvision``: ``torchvision.datasets.X(...)``
+                out.add(n[2])  # ``import torchvision.datasets as D``; a plain ``import torchvision``
+                # leaves ``torchvision.datasets.X(...)`` in the text (``_DatasetText.may_make``)
     return out
 
 
@@ -1495,7 +1494,7 @@ class _DatasetText:
     one (``Dataset as TorchDataset``) or another candidate class; a module-level function when its
     text names a candidate class or, on a ``return`` line, another such function."""
 
-    def __init__(self, k: Knowledge, files: Sequence[Path], read: Callable[[Path], str]) -> None:
+    def __init__(self, k: Knowledge, files: Sequence[Path], read: Callable[[Path], str], top: str = "") -> None:
         self.read = read
         self.inner_defs: Set[str] = set()  # functions defined at any depth (under an if / try too)
         self.assigned: Dict[str, Set[str]] = {}  # `X = a.Y` at module level: X -> {"Y"}
@@ -1510,8 +1509,11 @@ class _DatasetText:
         # the names the package binds to a library dataset module or its classes (``from
         # torchvision.datasets import ImageFolder``, ``from torchvision import datasets``): a function
         # naming one may return a library dataset (``ProjectIndex._library_datasets``)
+        # (the package's own modules are no library: torch's datapipes, read as torch's package)
+        library = tuple(m for m in k.dataset_modules if m.split(".", 1)[0] != top)
         self.library_words: Set[str] = set()
-        library_markers = k.derived("index.library_markers", _library_markers)
+        self.library_modules = tuple(m + "." for m in library)
+        library_markers = _library_markers(library)
         for p in files:
             text = read(p)
             if any(w in text for w in loaders):
@@ -1535,7 +1537,7 @@ class _DatasetText:
                 for m in _line_matches(_NAME_ALIAS, text):
                     self.assigned.setdefault(m.group(1), set()).add(m.group(2).rsplit(".", 1)[-1])
             if any(w in text for w in library_markers):
-                self.library_words |= _library_dataset_words(text, k.dataset_modules)
+                self.library_words |= _library_dataset_words(text, library)
 
         base_names = {b.rsplit(".", 1)[-1] for b in k.dataset_bases}
         suffixes = tuple(k.dataset_base_suffixes)
@@ -1724,7 +1726,7 @@ class _DatasetText:
             for p, start, end in self.defs[name]:
                 body = self.read(p)[start:end]
                 words = set(_WORD.findall(body))
-                if words & self.candidates or words & self.library_words:
+                if words & self.candidates or words & self.library_words or any(m in body for m in self.library_modules):
                     got = True
                     break
                 if depth < 3:
@@ -2846,7 +2848,7 @@ class ProjectIndex:
             if kept is not None and kept[0] == stamp:
                 got = kept[1]
             else:
-                got = _DatasetText(self.k, files, self._read_text)
+                got = _DatasetText(self.k, files, self._read_text, top)
                 self._text_tables[top] = (stamp, got)
             self._memo[key] = got
         return got  # type: ignore[return-value]
