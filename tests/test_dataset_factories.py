@@ -49,6 +49,11 @@ DATA = """\
 
     def table(frame, conv=None):
         return pd.DataFrame(frame).apply(conv)
+
+
+    def count(frame, fmt=None):  # names a dataset class, makes none
+        print(Rows.__name__, fmt(frame))
+        return len(frame)
     """
 
 TRAIN = """\
@@ -135,3 +140,56 @@ def test_without_the_index_a_same_file_factory_is_not_followed(tmp_path: Path) -
         input=textwrap.dedent(SAME_FILE), capture_output=True, text=True, cwd=tmp_path,
     )
     assert r.returncode == 0 and " FRK" not in r.stdout, r.stdout + r.stderr
+
+
+FILLER = "".join(f"\n\ndef helper_{i}(x):\n    return x + {i}\n" for i in range(700))  # about 25,000 characters
+
+
+def test_a_big_file_gives_the_same_findings(tmp_path: Path) -> None:
+    """Over 20,000 characters the question for a file the gate rejects resolves the imported names
+    before parsing the file: the findings are the same."""
+    import textwrap
+
+    assert len(FILLER) > 20_000
+    write(tmp_path, {"pyproject.toml": "", "proj/__init__.py": "", "proj/data.py": DATA, "proj/train.py": TRAIN + textwrap.indent(FILLER, "    ")})
+    r = forksafe(tmp_path, "proj/train.py", "--no-cache", "--select", "FRK201,FRK202")
+    where = str(Path("proj/train.py"))
+    assert findings(r) == [[f"{where}:7:38:", "FRK201"], [f"{where}:8:42:", "FRK201"], [f"{where}:13:5:", "FRK202"]]
+
+
+def test_a_big_file_is_parsed_only_when_an_imported_name_makes_a_dataset(tmp_path: Path, monkeypatch) -> None:
+    import ast
+    import textwrap
+
+    from flake8_forksafe.config import Config
+    from flake8_forksafe.index import constructs_project_dataset, index_for
+
+    other = textwrap.dedent("""\
+        from proj.data import count
+
+
+        def convert(frame):
+            return count(frame, fmt=lambda v: v * 2)
+        """)
+    made = textwrap.dedent("""\
+        from proj.data import rows
+
+
+        def convert(frame):
+            return rows(frame, fmt=lambda v: str(v))
+        """)
+    write(tmp_path, {"pyproject.toml": "", "proj/__init__.py": "", "proj/data.py": DATA})
+    k = Config().knowledge
+    parses = []
+    real = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda src, *a, **kw: parses.append(src) or real(src, *a, **kw))
+    for name, text, expected, parsed in (
+        ("big_other.py", other + FILLER, False, 0),  # count() makes no dataset: resolved, never parsed
+        ("big_made.py", made + FILLER, True, 1),
+        ("small_other.py", other, False, 1),  # a small file is parsed first (the names near a lambda)
+    ):
+        (tmp_path / "proj" / name).write_text(text)
+        index = index_for(str(tmp_path / "proj" / name), k, use_cache=False)
+        parses.clear()
+        assert constructs_project_dataset(index, str(tmp_path / "proj" / name), k, text) is expected, name
+        assert len([p for p in parses if p == text]) == parsed, name  # the file itself (summaries parse others)
