@@ -847,22 +847,37 @@ def _line_start_matches(
     line: what ``re.compile("^[ \\t]*(?:async[ \\t]+)?" + pattern, re.M)`` would find, several times
     faster. A match elsewhere is skipped and the search goes on from its next character, so that it
     hides no match that starts inside it."""
+
+    def line_start(start: int) -> int:
+        line = text.rfind("\n", 0, start) + 1
+        before = text[line:start]
+        if indented:
+            before = before.lstrip(" \t")
+        if not before or (after_async and before[:5] == "async" and len(before) > 5 and not before[5:].strip(" \t")):
+            return line
+        return -1
+
+    return _accepted_matches(pattern, text, line_start)
+
+
+def _accepted_matches(
+    pattern: "re.Pattern[str]", text: str, accept: Callable[[int], int]
+) -> Iterator[Tuple[int, "re.Match[str]"]]:
+    """(``accept(start)``, the match) for each match of ``pattern`` whose start ``accept`` does not
+    answer -1 for; after a refused match the search goes on from its next character, so that it
+    hides no match that starts inside it."""
     pos = 0
     search = pattern.search
     while True:
         m = search(text, pos)
         if m is None:
             return
-        start = m.start()
-        line = text.rfind("\n", 0, start) + 1
-        before = text[line:start]
-        if indented:
-            before = before.lstrip(" \t")
-        if not before or (after_async and before[:5] == "async" and len(before) > 5 and not before[5:].strip(" \t")):
-            yield line, m
-            pos = m.end()
+        got = accept(m.start())
+        if got < 0:
+            pos = m.start() + 1
         else:
-            pos = start + 1
+            yield got, m
+            pos = m.end()
 
 
 def _at_line_starts(pattern: "re.Pattern[str]", text: str) -> list:
@@ -876,19 +891,12 @@ def _word_matches(pattern: "re.Pattern[str]", text: str) -> Iterator["re.Match[s
     """The matches of ``pattern`` (which starts with a literal word, found by a fast literal search)
     that start a word: what ``\\b`` + ``pattern`` would find, several times faster. A match inside a
     word is skipped and the search goes on from its next character, so that it hides no match."""
-    pos = 0
-    search = pattern.search
-    while True:
-        m = search(text, pos)
-        if m is None:
-            return
-        start = m.start()
+
+    def word_start(start: int) -> int:
         c = text[start - 1] if start else " "
-        if c.isalnum() or c == "_":
-            pos = start + 1
-        else:
-            yield m
-            pos = m.end()
+        return -1 if c.isalnum() or c == "_" else 0
+
+    return (m for _, m in _accepted_matches(pattern, text, word_start))
 
 
 @functools.lru_cache(maxsize=None)
