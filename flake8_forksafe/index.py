@@ -2661,8 +2661,7 @@ class ProjectIndex:
             kind, _, what = e.partition(":")
             if kind != "call" or what in out or what.split(".", 1)[0] in tops or self.k.not_a_dataset(what):
                 continue
-            last = what.rsplit(".", 1)[-1]
-            if is_base(what) or (last[:1].isupper() and any(what.startswith(m + ".") for m in self.k.dataset_modules)):
+            if is_base(what) or self.k.in_dataset_module(what):
                 out.append(what)
         return out
 

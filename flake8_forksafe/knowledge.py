@@ -130,6 +130,10 @@ class Knowledge:
             return True
         return any(qname == m or qname.startswith(m + ".") for m in self.not_dataset_modules)
 
+    def in_dataset_module(self, qname: str) -> bool:
+        """A class (a capitalised name) of a ``dataset_modules`` module: ``torchvision.datasets.X``."""
+        return qname.rsplit(".", 1)[-1][:1].isupper() and any(qname.startswith(m + ".") for m in self.dataset_modules)
+
     def library_hooks(self, qname: str) -> Tuple[str, ...]:
         lib = self.library_classes.get(qname)
         return lib.hooks if lib is not None else ()

@@ -82,7 +82,7 @@ def dataset_constructor(a: Analysis, site: CallSite) -> Optional[str]:
     if not q:
         return None
     last = q.rsplit(".", 1)[-1]
-    if last[:1].isupper() and any(q.startswith(m + ".") for m in a.knowledge.dataset_modules):
+    if a.knowledge.in_dataset_module(q):
         return last
     if a._is_dataset_base_name(q):
         return last

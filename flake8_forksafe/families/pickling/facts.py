@@ -580,8 +580,7 @@ def _library_dataset(a: Analysis, site: CallSite) -> bool:
     lib = k.library_classes.get(q)
     if lib is not None:
         return lib.dataset
-    last = q.rsplit(".", 1)[-1]
-    return last[:1].isupper() and any(q.startswith(m + ".") for m in k.dataset_modules)
+    return k.in_dataset_module(q)
 
 
 class Sinks:
