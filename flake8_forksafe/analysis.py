@@ -1583,42 +1583,77 @@ class Analysis:
 
     def is_cuda_value(self, node: Optional[cst.BaseExpression], scope: Optional[FuncInfo], depth: int = 0) -> bool:
         """A device expression that is (or may be, on a GPU machine) CUDA."""
+        return self.cuda_value(node, scope, depth) is not None
+
+    def cuda_value(
+        self, node: Optional[cst.BaseExpression], scope: Optional[FuncInfo], depth: int = 0
+    ) -> Optional[Tuple[str, str, int]]:
+        """Whether a device expression is (or may be, on a GPU machine) CUDA: None when it is not;
+        ``("", "", 0)`` when this file says so; (name, path, line) when a module-level name of
+        another module of the project does (``device=DEFAULT_DEVICE`` imported from a module that
+        sets ``DEFAULT_DEVICE = "cuda" if torch.cuda.is_available() else "cpu"``: the project index)."""
+        here = ("", "", 0)
         if node is None or depth > 8:
-            return False
+            return None
         s = string_value(node)
         if s is not None:
-            return s.startswith("cuda")
+            return here if s.startswith("cuda") else None
         if isinstance(node, cst.Integer):
-            return True  # a bare device index: `.to(0)`, `device=0` mean cuda:0
+            return here  # a bare device index: `.to(0)`, `device=0` mean cuda:0
         if isinstance(node, cst.FormattedString):  # f"cuda:{rank}"
             first = node.parts[0] if node.parts else None
-            return isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda")
+            ok = isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda")
+            return here if ok else None
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):  # "cuda:" + str(rank)
-            return self.is_cuda_value(node.left, scope, depth + 1)
+            return self.cuda_value(node.left, scope, depth + 1)
         if isinstance(node, cst.Call):
             q = self.qualify(node.func)
             if q == "torch.device" and node.args:
-                return self.is_cuda_value(node.args[0].value, scope, depth + 1)
-            return q == "torch.cuda.current_device"
+                return self.cuda_value(node.args[0].value, scope, depth + 1)
+            return here if q == "torch.cuda.current_device" else None
         if isinstance(node, cst.IfExp):
-            return self.is_cuda_value(node.body, scope, depth + 1) or self.is_cuda_value(node.orelse, scope, depth + 1)
+            return self.cuda_value(node.body, scope, depth + 1) or self.cuda_value(node.orelse, scope, depth + 1)
         if isinstance(node, cst.BooleanOperation):  # `device or "cuda"`
-            return self.is_cuda_value(node.left, scope, depth + 1) or self.is_cuda_value(node.right, scope, depth + 1)
+            return self.cuda_value(node.left, scope, depth + 1) or self.cuda_value(node.right, scope, depth + 1)
         if isinstance(node, cst.Name):
             values = self.local_values(node.value, scope)
             if not values:  # a parameter: its default value (`def __init__(self, device="cuda")`)
                 values = [d for d in [param_default(scope, node.value)] if d is not None]
-            return any(self.is_cuda_value(v, scope, depth + 1) for v in values)
+            for v in values:
+                got = self.cuda_value(v, scope, depth + 1)
+                if got is not None:
+                    return got
+            if not values and node.value in self.aliases:
+                return self._imported_cuda_device(node)
+            return None
         if isinstance(node, cst.Attribute) and scope is not None and scope.self_name:
             attr = self_attr(node, scope.self_name)
             cls = self.owner_class(scope)
             if attr and cls is not None:
                 for fn in self.class_functions(cls):
                     for sa in fn.self_assigns:
-                        if sa.attr == attr and sa.kind == "assign" and self.is_cuda_value(sa.value, fn, depth + 1):
-                            return True
-                return self.stored_cuda_device(cls, attr, depth)
-        return False
+                        if sa.attr == attr and sa.kind == "assign":
+                            got = self.cuda_value(sa.value, fn, depth + 1)
+                            if got is not None:
+                                return got
+                return here if self.stored_cuda_device(cls, attr, depth) else None
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value in self.aliases:
+            return self._imported_cuda_device(node)  # `constants.DEFAULT_DEVICE` of an imported module
+        return None
+
+    def _imported_cuda_device(self, node: cst.BaseExpression) -> Optional[Tuple[str, str, int]]:
+        """A name imported from another module of the project that is set there, at module level, to
+        a value that may be a CUDA device (``ProjectIndex.module_device``)."""
+        if self.index is None:
+            return None
+        q = self.absolute(self.qualify(node))
+        if not q or q.split(".", 1)[0] in ("torch", "numpy", "builtins", "os"):
+            return None
+        try:
+            got = self.index.module_device(q)
+        except RecursionError:
+            return None
+        return (dotted(node) or q, got[0], got[1]) if got is not None else None
 
     def stored_cuda_device(self, cls: ClassInfo, attr: str, depth: int = 0) -> bool:
         """``self.attr`` holds a CUDA device stored by a method the class itself does not see through

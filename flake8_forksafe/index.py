@@ -31,10 +31,12 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Opt
 from flake8_forksafe.knowledge import Knowledge
 from flake8_forksafe.prefilter import LEAF_FIELDS, _dotted, split_lines  # the gate's readers: one definition
 
-SCHEMA = 13  # bump when the summary's shape or meaning changes: old cache entries are then ignored
+SCHEMA = 14  # bump when the summary's shape or meaning changes: old cache entries are then ignored
 CACHE_DIR = ".forksafe_cache"  # as cache.CACHE_DIR (not imported: that module loads the engine)
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 MAX_DEPTH = 32  # resolution steps (re-export chains, base chains)
+MAX_LOADER_FN_FILES = 400  # files of a tests / examples / scripts directory read for loader_callable_user
+_LOADER_FN_TEXT = re.compile(r"(?:collate_fn|worker_init_fn)[ \t]*=")
 MAX_KEEPER_MODULES = 24  # modules ProjectIndex.keepers summarises for one holder class
 MAX_TEXT_BYTES = 4_000_000  # a listed package file larger than this is not read (_file_text)
 # a package whose files add up to more than this is not searched for datasets keeping a holder's
@@ -107,6 +109,13 @@ class Method:
     # transform=transform)``, also through a local it was assigned to): "<callee>|<param>|<keyword>",
     # callee qualified, keyword "" when passed by position: what a library dataset a factory returns keeps
     forwards: List[str] = field(default_factory=list)
+    # what a DataLoader call whose ``num_workers`` is not literally 0 is given as ``collate_fn`` /
+    # ``worker_init_fn`` when that is the result of a call or an attribute of an object (what a
+    # function, method or property returns): "<call|attr>|<qualified or ''>|<last name>|<keyword>|<line>"
+    # (``collate_fn=make_collate(pad)``, ``collate_fn=Batch.collate()``, ``collate_fn=ds.collator``
+    # with ``ds = TextDataset(...)``: qualified ``pkg.data.TextDataset.collator``; "" when the
+    # receiver is not known)
+    loader_fns: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -128,7 +137,9 @@ class ModuleSummary:
     names: Dict[str, str] = field(default_factory=dict)  # imports and aliases: local -> qualified
     classes: Dict[str, ClassSummary] = field(default_factory=dict)
     functions: Dict[str, Method] = field(default_factory=dict)
-    handles: List[Assign] = field(default_factory=list)  # module-level: attr is the global name
+    # module-level: attr is the global name; kind "factory" (a handle, detail its factory) or "device"
+    # (a value that may be a CUDA device: ``DEFAULT_DEVICE = "cuda" if ... else "cpu"``)
+    handles: List[Assign] = field(default_factory=list)
     error: str = ""
 
     def to_json(self) -> dict:
@@ -377,6 +388,30 @@ class _Summariser:
             src = f"call.{callee}" if callee else ""
         if src and len(m.loader_datasets) < 16:
             m.loader_datasets.append(f"{src}:{call.lineno}")
+        self.loader_fns(call, fn, m)
+
+    def loader_fns(self, call: ast.Call, fn: "_Fn", m: Method) -> None:
+        """``Method.loader_fns`` of a DataLoader call with workers."""
+        for kw in call.keywords:
+            if kw.arg not in ("collate_fn", "worker_init_fn") or len(m.loader_fns) >= 16:
+                continue
+            v = kw.value
+            if isinstance(v, ast.Name) and v.id not in fn.params and fn.locals.get(v.id):
+                v = fn.locals[v.id][-1]  # ``collate = make_collate(pad)``; ``collate_fn=collate``
+            kind = "call" if isinstance(v, ast.Call) else "attr"
+            d = _dotted(v.func if isinstance(v, ast.Call) else v)
+            if not d or (kind == "attr" and "." not in d):
+                continue  # a function given as it is: not what something returns
+            head, _, rest = d.partition(".")
+            qual = ""
+            if rest and head in fn.locals and head not in fn.params:
+                made = fn.locals[head][-1]  # ``ds = TextDataset(...)``; ``collate_fn=ds.collator``
+                d_made = _dotted(made.func) if isinstance(made, ast.Call) else None
+                known = d_made is not None and d_made.split(".", 1)[0] in (*self.s.names, *self.s.classes)
+                qual = f"{self.qualify(d_made)}.{rest}" if known else ""
+            elif head in self.s.names or head in self.s.classes or head in self.s.functions:
+                qual = self.qualify(d) or ""
+            m.loader_fns.append(f"{kind}|{qual}|{d.rsplit('.', 1)[-1]}|{kw.arg}|{call.lineno}")
 
     def annotated_class(self, ann: ast.AST, depth: int = 0) -> Optional[str]:
         """The class an annotation names, qualified: ``Dataset``, ``Dataset[T]``, ``"Dataset"``,
@@ -800,6 +835,8 @@ class _Summariser:
                         f = self.factory(node.value)
                         if f:
                             s.handles.append(Assign(t.id, node.lineno, "factory", f))
+                    if _may_be_cuda(node.value):  # DEFAULT_DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+                        s.handles.append(Assign(t.id, node.lineno, "device"))
         return s
 
 
@@ -878,6 +915,16 @@ def _accepted_matches(
         else:
             yield got, m
             pos = m.end()
+
+
+def _imported_names(imported: str) -> Iterator[List[str]]:
+    """The names an import clause binds, each as its words, a comment dropped: ``a, b as c  #
+    x`` (of ``from m import ...`` or ``import ...``, in parentheses or not) gives ``["a"]``,
+    ``["b", "as", "c"]``."""
+    for n in imported.strip("()").split(","):
+        words = n.split("#", 1)[0].split()
+        if words:
+            yield words
 
 
 def _at_line_starts(pattern: "re.Pattern[str]", text: str) -> list:
@@ -1056,6 +1103,26 @@ def _cuda_literal(node: ast.AST) -> bool:
     return False
 
 
+def _may_be_cuda(node: ast.AST, depth: int = 0) -> bool:
+    """A module-level value that is, or may be on a GPU machine, a CUDA device: a CUDA literal
+    (``_cuda_literal``), ``f"cuda:{rank}"``, or one under a condition (``"cuda" if
+    torch.cuda.is_available() else "cpu"``, ``os.environ.get("DEVICE") or "cuda"``)."""
+    if depth > 4:
+        return False
+    if _cuda_literal(node):
+        return True
+    if isinstance(node, ast.JoinedStr) and node.values:
+        first = node.values[0]
+        return isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.startswith("cuda")
+    if isinstance(node, ast.IfExp):
+        return _may_be_cuda(node.body, depth + 1) or _may_be_cuda(node.orelse, depth + 1)
+    if isinstance(node, ast.BoolOp):
+        return any(_may_be_cuda(v, depth + 1) for v in node.values)
+    if isinstance(node, ast.Call) and _dotted(node.func) in ("torch.device", "device") and node.args:
+        return _may_be_cuda(node.args[0], depth + 1)
+    return False
+
+
 def _module_level(body: List[ast.stmt]) -> Iterable[ast.stmt]:
     """Module-level statements, looking into if / try / with blocks (not into defs)."""
     for st in body:
@@ -1181,6 +1248,7 @@ def _moved(x: object, delta: int) -> object:
         keeps=[at(e, 2) for e in m.keeps],
         loader_datasets=[at(e, 1) for e in m.loader_datasets],
         forwards=list(m.forwards),
+        loader_fns=[e.rpartition("|")[0] + "|" + str(int(e.rpartition("|")[2]) + delta) for e in m.loader_fns],
         transient=list(m.transient),
         seeds=list(m.seeds),
     )
@@ -1481,13 +1549,11 @@ def _library_dataset_words(text: str, modules: Sequence[str]) -> Set[str]:
     for dots, mod, imported in _at_line_starts(_FROM_IMPORT, text):
         if dots:
             continue
-        for n in imported.strip("()").split(","):
-            n = n.split("#", 1)[0].split()
-            if n and (library(mod) or library(f"{mod}.{n[0]}")):
+        for n in _imported_names(imported):
+            if library(mod) or library(f"{mod}.{n[0]}"):
                 out.add(n[-1])
     for imported in _at_line_starts(_IMPORT, text):
-        for n in imported.split(","):
-            n = n.split("#", 1)[0].split()
+        for n in _imported_names(imported):
             if len(n) == 3 and library(n[0]):
                 out.add(n[2])  # ``import torchvision.datasets as D``; a plain ``import torchvision``
                 # leaves ``torchvision.datasets.X(...)`` in the text (``_DatasetText.may_make``)
@@ -1876,9 +1942,8 @@ class ProjectIndex:
             if not (dots or mod.split(".", 1)[0] in tops):
                 continue
             base_mod = absolute_module(module, is_package, len(dots), mod or None)
-            for n in imported.strip("()").split(","):
-                n = n.split("#", 1)[0].split()
-                if n and _calls_name(text, n[-1]):
+            for n in _imported_names(imported):
+                if _calls_name(text, n[-1]):
                     q = f"{base_mod}.{n[0]}" if base_mod else n[0]
                     if q not in out:
                         out.append(q)
@@ -1902,14 +1967,12 @@ class ProjectIndex:
         for dots, mod, imported in _at_line_starts(_FROM_IMPORT, text):
             if dots or mod.split(".", 1)[0] in tops:
                 base_mod = absolute_module(module, is_package, len(dots), mod or None)
-                for n in imported.strip("()").split(","):
-                    n = n.split("#", 1)[0].split()
-                    if n and n[-1] in heads:
+                for n in _imported_names(imported):
+                    if n[-1] in heads:
                         names[n[-1]] = f"{base_mod}.{n[0]}" if base_mod else n[0]
         for imported in _at_line_starts(_IMPORT, text):
-            for n in imported.split(","):
-                n = n.split("#", 1)[0].split()
-                if n and n[0].split(".", 1)[0] in tops:
+            for n in _imported_names(imported):
+                if n[0].split(".", 1)[0] in tops:
                     local = n[-1] if len(n) == 3 else n[0].split(".", 1)[0]
                     if local in heads:
                         names[local] = n[0] if len(n) == 3 else local
@@ -2196,6 +2259,20 @@ class ProjectIndex:
                 return None
             s = self.summarise_file(path)
         return s
+
+    def module_device(self, qname: str) -> Optional[Tuple[str, int]]:
+        """Where the project's module-level name ``qname`` (``pkg.constants.DEFAULT_DEVICE``,
+        followed through re-exports) is set to a value that may be a CUDA device: (path, line), or
+        None."""
+        q = self.canonical(qname)
+        mod, _, name = q.rpartition(".")
+        s = self.summary(mod) if mod and mod.split(".", 1)[0] in self.top_packages() else None
+        if s is None:
+            return None
+        for h in s.handles:
+            if h.attr == name and h.kind == "device":
+                return s.path, h.line
+        return None
 
     def summary_of_path(self, path: str) -> ModuleSummary:
         """The summary of the file itself (summarised now if it is not yet)."""
@@ -2560,7 +2637,9 @@ class ProjectIndex:
         stored: List[str] = []
         for u in m.device_uses:
             name, _, line = u.rpartition(":")
-            if name == "*":
+            if name == "*":  # a body not followed: it has no ``self`` (a classmethod), so it reads no self.X
+                if src.startswith("self."):
+                    return ("", "", 0)
                 return self._UNKNOWN
             if name == src:
                 return (label, path, int(line))
@@ -2627,11 +2706,27 @@ class ProjectIndex:
         left = set(fn.params)
         for c in made:
             left -= self.stored_init_params(c)
-        for e in fn.makes:  # a library dataset it returns too (``return datasets.ImageFolder(...)``)
-            kind, _, what = e.partition(":")
-            if kind == "call" and self.resolve_class(what) is None and is_base(what):
-                left &= self.k.library_transient(what)
-        return frozenset(left)
+        libraries = self._library_datasets(fn, is_base)
+        if not libraries:
+            return frozenset(left)
+        # a library dataset it returns too (``return datasets.ImageFolder(...)``) keeps what it is
+        # given: a parameter is dropped only when it goes on under a keyword the library's model
+        # says is only used, or is named like one (``**kwargs`` and other shapes the summary does
+        # not record as they are)
+        only_used: Set[str] = set()
+        handed: Set[str] = set()
+        for e in fn.forwards:
+            callee, p, keyword = e.split("|")
+            if callee not in libraries:
+                continue
+            if keyword and keyword in self.k.library_transient(callee):
+                only_used.add(p)
+            else:
+                handed.add(p)
+        named: Set[str] = set()
+        for what in libraries:
+            named |= self.k.library_transient(what)
+        return frozenset(left & ((only_used - handed) | (named - handed)))
 
     def _dataset_made(self, qname: str, is_base: Callable[[str], bool]) -> Optional[Tuple[Method, str, List[str]]]:
         """(the factory function ``qname``, its canonical name, the dataset classes it makes), or None."""
@@ -2979,6 +3074,78 @@ class ProjectIndex:
         which returns a lambda or ``make_resizer(...)``'s local function): what ``keepers`` gives."""
         return self.keepers(fq, kind="callable")
 
+    def loader_callable_user(self, qname: str, kind: str) -> Optional[Tuple[str, str, int]]:
+        """A DataLoader of the project whose ``num_workers`` is not 0 given what the project
+        function or method ``qname`` returns as its ``collate_fn`` / ``worker_init_fn``: called
+        (``kind`` "call": ``collate_fn=make_collate(pad)``, ``collate_fn=Batch.collate()``) or, for a
+        property, read (``kind`` "attr": ``collate_fn=ds.batch_padding_collator``): (keyword, path,
+        line), or None. Looked for in the files of its top-level package and of the project's
+        ``tests`` / ``examples`` / ``scripts`` directories whose text gives the name to one of
+        those keywords; a method's name given on an object the summary cannot type counts."""
+        key = ("loader_callable_user", f"{qname}|{kind}")
+        if key in self._memo:
+            return self._memo[key]  # type: ignore[return-value]
+        self._memo[key] = None
+        name = qname.rsplit(".", 1)[-1]
+        files = [p for p, words in self._loader_fn_files(qname).items() if name in words]
+        if not files:
+            return None
+        target = self.canonical(qname)
+        owner = target.rpartition(".")[0]
+        is_method = self.resolve_class(owner) is not None
+        found: Optional[Tuple[str, str, int]] = None
+        for p in files:
+            s = self.summary(self.module_for(str(p))[0])
+            if s is None:
+                continue
+            bodies = list(s.functions.values()) + [m for c in s.classes.values() for m in c.methods.values()]
+            for m in bodies:
+                for e in m.loader_fns:
+                    k, qual, last, keyword, line = e.split("|")
+                    if k != kind or last != name:
+                        continue
+                    if qual:
+                        q = self.canonical(qual)
+                        if q != target:
+                            cls = self.resolve_class(q.rpartition(".")[0]) if is_method else None
+                            ref = self.resolve_method(cls.qname, name) if cls is not None else None
+                            if ref is None or f"{ref.cls}.{name}" != target:
+                                continue
+                    elif not is_method:
+                        continue
+                    found = (keyword, s.path, int(line))
+                    break
+                if found:
+                    break
+            if found:
+                break
+        self._memo[key] = found
+        return found
+
+    def _loader_fn_files(self, qname: str) -> Dict[Path, FrozenSet[str]]:
+        """The files that give ``collate_fn=`` / ``worker_init_fn=`` something, with the words of
+        their text, among the files of the top-level package of ``qname`` and of the project's
+        tests / examples / scripts directories (next to that package, or in the project's root);
+        read once."""
+        top = qname.split(".", 1)[0]
+        key = ("loader_fn_files", top)
+        if key not in self._memo:
+            # the package's files that name a loader, as its text reading kept them; the others
+            # read here (not kept: most of them are never read again)
+            texts = list(self._dataset_text_table(qname).loader_texts)
+            init = self.path_for(top)
+            bases = [init.parent.parent if init.name == "__init__.py" else init.parent] if init is not None else []
+            for r in dict.fromkeys(bases + [self.root]):
+                for d in ("tests", "test", "examples", "scripts"):
+                    if (r / d).is_dir() and d != top:
+                        texts += [(p, self._read_text(p)) for p in _py_files_below(r / d)[:MAX_LOADER_FN_FILES]]
+            out: Dict[Path, FrozenSet[str]] = {}
+            for p, text in texts:
+                if "_fn" in text and _LOADER_FN_TEXT.search(text):
+                    out[p] = frozenset(_WORD.findall(text))
+            self._memo[key] = out
+        return self._memo[key]  # type: ignore[return-value]
+
     def keepers(self, holder: str, depth: int = 0, kind: str = "class") -> Optional[Tuple[str, str, str, int, str]]:
         """A dataset of the project that keeps instances of the class ``holder`` (made on the parent
         side: in the methods its ``__init__`` reaches, possibly through project functions that build
@@ -3274,15 +3441,11 @@ class ProjectIndex:
             base = absolute_module(module, is_package, len(dots), mod or None)
             if base:
                 cands.append(base)
-            for n in imported.strip("()").split(","):
-                n = n.split("#", 1)[0].split()
-                if n and n[0].isidentifier():
+            for n in _imported_names(imported):
+                if n[0].isidentifier():
                     cands.append(f"{base}.{n[0]}" if base else n[0])  # a submodule imported by name
         for imported in _at_line_starts(_IMPORT, text):
-            for n in imported.split(","):
-                n = n.split("#", 1)[0].split()
-                if n:
-                    cands.append(n[0])
+            cands.extend(n[0] for n in _imported_names(imported))
         if "." in module or is_package:  # the packages above the module run first and may re-export
             cands.append(module if is_package else module.rpartition(".")[0])
         deps: List[str] = []
@@ -3616,7 +3779,8 @@ def returns_kept_callable(
 ) -> bool:
     """A function or method of the file returns a lambda or a local function or class, and a
     dataset of another module of the project keeps what it returns (FRK201/202 report the lambda
-    or def here: ``ProjectIndex.callable_keepers``)."""
+    or def here: ``ProjectIndex.callable_keepers``), or a DataLoader with workers is given it
+    (``ProjectIndex.loader_callable_user``)."""
     if not may_return_callable(text):
         return False
     module = index.module_for(path)[0]
@@ -3628,7 +3792,13 @@ def returns_kept_callable(
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return False
     for name in returned_callables(tree, text):
-        if not name.rpartition(".")[2].startswith("__") and index.callable_keepers(f"{module}.{name}") is not None:
+        if name.rpartition(".")[2].startswith("__"):
+            continue
+        q = f"{module}.{name}"
+        if index.callable_keepers(q) is not None:
+            return True
+        # given to a DataLoader with workers (called, or read: a property); the check tells which
+        if index.loader_callable_user(q, "call") is not None or index.loader_callable_user(q, "attr") is not None:
             return True
     return False
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.test_index import forksafe, write
+from tests.test_index import forksafe, positions, write
 
 DATA = """\
     import os
@@ -106,10 +106,6 @@ SAME_FILE = """\
     """
 
 
-def findings(r) -> list:
-    assert r.returncode in (0, 1), r.stderr
-    return [line.split(" ", 2)[:2] for line in r.stdout.splitlines() if " FRK" in line]
-
 
 def test_library_and_project_datasets_made_by_a_function_of_another_module(tmp_path: Path) -> None:
     write(tmp_path, {"pyproject.toml": "", "proj/__init__.py": "", "proj/data.py": DATA, "proj/train.py": TRAIN})
@@ -117,14 +113,14 @@ def test_library_and_project_datasets_made_by_a_function_of_another_module(tmp_p
     where = str(Path("proj/train.py"))
     # kept: transform (ImageFolder), target_transform (datasets.ImageFolder through a local), fmt (Rows);
     # not: is_valid_file (only used by ImageFolder), a key only the function uses, a DataFrame's argument
-    assert findings(r) == [[f"{where}:7:38:", "FRK201"], [f"{where}:8:42:", "FRK201"], [f"{where}:13:5:", "FRK202"]]
+    assert positions(r) == [[f"{where}:7:38:", "FRK201"], [f"{where}:8:42:", "FRK201"], [f"{where}:13:5:", "FRK202"]]
     assert "lambda passed to the dataset constructor image_folder()" in r.stdout
 
 
 def test_a_dataset_factory_of_the_same_file(tmp_path: Path) -> None:
     write(tmp_path, {"pyproject.toml": "", "train.py": SAME_FILE})
     r = forksafe(tmp_path, "train.py", "--no-cache", "--select", "FRK201,FRK202")
-    assert findings(r) == [["train.py:10:33:", "FRK201"]]
+    assert positions(r) == [["train.py:10:33:", "FRK201"]]
     assert "lambda passed to the dataset constructor make()" in r.stdout
 
 
@@ -154,7 +150,7 @@ def test_a_big_file_gives_the_same_findings(tmp_path: Path) -> None:
     write(tmp_path, {"pyproject.toml": "", "proj/__init__.py": "", "proj/data.py": DATA, "proj/train.py": TRAIN + textwrap.indent(FILLER, "    ")})
     r = forksafe(tmp_path, "proj/train.py", "--no-cache", "--select", "FRK201,FRK202")
     where = str(Path("proj/train.py"))
-    assert findings(r) == [[f"{where}:7:38:", "FRK201"], [f"{where}:8:42:", "FRK201"], [f"{where}:13:5:", "FRK202"]]
+    assert positions(r) == [[f"{where}:7:38:", "FRK201"], [f"{where}:8:42:", "FRK201"], [f"{where}:13:5:", "FRK202"]]
 
 
 def test_a_big_file_is_parsed_only_when_an_imported_name_makes_a_dataset(tmp_path: Path, monkeypatch) -> None:
@@ -193,3 +189,31 @@ def test_a_big_file_is_parsed_only_when_an_imported_name_makes_a_dataset(tmp_pat
         parses.clear()
         assert constructs_project_dataset(index, str(tmp_path / "proj" / name), k, text) is expected, name
         assert len([p for p in parses if p == text]) == parsed, name  # the file itself (summaries parse others)
+
+
+WRAP = """\
+    from torch.utils.data import Dataset
+
+    from proj.data import image_folder
+
+
+    class Wrapped(Dataset):
+        def __init__(self, root):
+            self.inner = image_folder(root, is_valid=lambda p: p.endswith(".png"))
+            self.kept = image_folder(root, transform=lambda im: im)
+
+        def __getitem__(self, i):
+            return self.inner[i], self.kept[i]
+    """
+
+
+def test_a_dataset_keeping_what_a_factory_makes_of_a_library_dataset(tmp_path: Path) -> None:
+    """A dataset keeps the library dataset a project function makes (``self.inner =
+    image_folder(root, is_valid=lambda ...)``): a lambda the library's model says is only used
+    (``ImageFolder(is_valid_file=...)``, handed on under another parameter name) is not kept; one
+    handed to ``transform`` is. Session 15's notes: a false alarm the factory's model missed."""
+    write(tmp_path, {"pyproject.toml": "", "proj/__init__.py": "", "proj/data.py": DATA, "proj/wrap.py": WRAP})
+    r = forksafe(tmp_path, "proj/wrap.py", "--no-cache", "--select", "FRK201,FRK202")
+    where = str(Path("proj/wrap.py"))
+    assert positions(r) == [[f"{where}:9:50:", "FRK201"]]
+    assert "(self.kept)" in r.stdout

@@ -274,6 +274,12 @@ def forksafe(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+def positions(r: subprocess.CompletedProcess) -> list:
+    """``[["path:line:col:", "FRKnnn"], ...]`` of a ``forksafe check`` run's text output (exit 0 or 1)."""
+    assert r.returncode in (0, 1), r.stderr
+    return [line.split(" ", 2)[:2] for line in r.stdout.splitlines() if " FRK" in line]
+
+
 def test_check_reports_a_handle_opened_by_a_base_in_another_module(tmp_path: Path, tmp_path_factory) -> None:
     write(
         tmp_path,

@@ -54,6 +54,8 @@ class CudaUse:
     arg: Optional[cst.Arg] = None  # the device argument (move, keyword, default_device)
     qname: Optional[str] = None
     via: Optional[Tuple[str, str, str, int]] = None  # helper: (CUDA call, function, path, line)
+    # the device is a module-level name of another module of the project: (name, path, line)
+    origin: Optional[Tuple[str, str, int]] = None
 
     @property
     def fixable_kind(self) -> bool:
@@ -68,10 +70,10 @@ class CudaUse:
             inner = _short(self.arg.value)
             if self.arg.keyword is not None:
                 inner = f"{self.arg.keyword.value}={inner}"
-            return f".to({inner})"
+            return f".to({inner})" + self._origin()
         if self.kind == "keyword" and self.arg is not None and self.arg.keyword is not None:
             name = dotted(f) or "..."
-            text = f"{name}({self.arg.keyword.value}={_short(self.arg.value)})"
+            text = f"{name}({self.arg.keyword.value}={_short(self.arg.value)})" + self._origin()
             if self.via is not None:  # a project class/function that moves to the device it is given
                 _, func, path, line = self.via
                 text += f" (the device is used in {func}, {path}:{line})"
@@ -83,17 +85,51 @@ class CudaUse:
             return f"{dotted(f) or 'call'}() (CUDA: {what} in {func}, {path}:{line})"
         return f"{self.qname or dotted(f) or 'call'}()"
 
+    def _origin(self) -> str:
+        if self.origin is None:
+            return ""
+        name, path, line = self.origin
+        return f" ({name} may be a CUDA device: {path}:{line})"
+
+
+def _origin_of(a: Analysis, arg: cst.Arg, fn: Optional[FuncInfo]) -> Optional[Tuple[str, str, int]]:
+    got = a.cuda_value(arg.value, fn)
+    return got if got is not None and got[1] else None
+
 
 def _project_device(a: Analysis, site: CallSite, key: str) -> Optional[Tuple[str, str, int]]:
     """For a call of a class or function defined in the project (not a method of an object):
     whether its ``key`` argument reaches CUDA work there (``ProjectIndex.device_param``)."""
     f = site.node.func
+    base = _init_of_base(a, site)
+    if base is not None:
+        return a.index.device_param(base, key)
     if not site.qname or isinstance(f, cst.Attribute) and self_attr(f.value) is not None:
         return None
     q = a.absolute(site.qname)
     if not q or q.split(".", 1)[0] in ("torch", "numpy", "builtins"):
         return None
     return a.index.device_param(q, key)
+
+
+def _init_of_base(a: Analysis, site: CallSite) -> Optional[str]:
+    """The project class whose ``__init__`` a ``super().__init__(...)`` (the first base of the
+    class the call is in) or a ``Base.__init__(self, ...)`` call runs, qualified; None for another
+    call or a class outside the project."""
+    f = site.node.func
+    if not (isinstance(f, cst.Attribute) and f.attr.value == "__init__"):
+        return None
+    if isinstance(f.value, cst.Call) and dotted(f.value.func) == "super":
+        cls = a.owner_class(site.func)
+        if cls is None or not cls.bases:
+            return None
+        local = a.local_base(cls.bases[0])
+        q = a.class_qname(local) if local is not None else a.absolute(cls.base_qnames[0])
+    else:
+        q = a.absolute(a.qualify(f.value))
+    if not q or q.split(".", 1)[0] in ("torch", "numpy", "builtins"):
+        return None
+    return q
 
 
 def _short(node: cst.CSTNode, limit: int = 40) -> str:
@@ -137,7 +173,7 @@ def cuda_uses(
         elif isinstance(f, cst.Attribute) and f.attr.value in k.move_methods and not a.is_module_object(f.value):
             arg = _device_arg(call)
             if arg is not None and a.is_cuda_value(arg.value, fn):
-                use = CudaUse(call, "move", arg)
+                use = CudaUse(call, "move", arg, origin=_origin_of(a, arg, fn))
         if use is None and q in k.default_device_setters and call.args:
             arg = keyword(call, "device") or call.args[0]
             if worker and (a.is_cuda_value(arg.value, fn) or _is_cuda_type(a, arg.value)):
@@ -148,7 +184,7 @@ def cuda_uses(
             for arg in call.args:
                 if arg.keyword is not None and arg.keyword.value in k.device_keywords:
                     if a.is_cuda_value(arg.value, fn):
-                        use = CudaUse(call, "keyword", arg, q)
+                        use = CudaUse(call, "keyword", arg, q, origin=_origin_of(a, arg, fn))
                         break
             if use is not None and a.index is not None:
                 goes = _project_device(a, site, use.arg.keyword.value)  # type: ignore[union-attr]

@@ -239,6 +239,14 @@ class Keeper:
             go(v, None, name, lam)
 
 
+def _is_property(fn: FuncInfo) -> bool:
+    """A method decorated ``@property`` / ``@functools.cached_property``: read, not called."""
+    decorators = getattr(fn.node, "decorators", ())
+    return fn.cls is not None and any(
+        (dotted(d.decorator) or "").rsplit(".", 1)[-1] in ("property", "cached_property") for d in decorators
+    )
+
+
 def closure_factory(a: Analysis, call: cst.Call, scope: Optional[FuncInfo]) -> Optional[FuncInfo]:
     """The same-file function ``call`` runs when it may return a closure: a module-level function
     (``make_transform(size)``), or a method, staticmethod or classmethod of a class of the file
@@ -633,15 +641,23 @@ class Sinks:
         for fn, q in owners:
             if not fn.nested and not fn.lambdas and id(fn) not in calling:
                 continue
-            got = a.index.callable_keepers(q)  # rarely kept: asked before the return values are read
-            if got is None:
+            # rarely kept or given to a loader: asked before the return values are read
+            got = a.index.callable_keepers(q)
+            prop = _is_property(fn)
+            user = a.index.loader_callable_user(q, "attr" if prop else "call") if got is None else None
+            if got is None and user is None:
                 continue
             leaves = [
                 leaf for v in returned_values(fn) for leaf in self.keeper.leaves(v, fn, fn.name) if leaf.kind in ("lambda", "def")
             ]
             if not leaves:
                 continue
-            ds, attr, path, line, via = got
+            if user is not None:
+                kw, path, line = user
+                by = f"property {fn.cls.name}.{fn.name}" if prop and fn.cls is not None else f"{fn.name}()"
+                yield Sink(f"returned by {by}, passed as {kw} to a DataLoader whose num_workers is not 0 ({path}:{line})", False, leaves)
+                continue
+            ds, attr, path, line, via = got  # type: ignore[misc]
             if via:
                 what = f"returned by {fn.name}() and kept by {via} objects, which dataset {ds} keeps in self.{attr}"
             else:
