@@ -1896,6 +1896,9 @@ class ProjectIndex:
         self._file_texts: Dict[Path, str] = {}  # project files read by ``keepers``
         # top package -> (its files' (path, size, mtime) when read, what their text says: _DatasetText)
         self._text_tables: Dict[str, Tuple[List[Tuple[str, int, int]], "_DatasetText"]] = {}
+        # top package -> (its text reading, the (path, size, mtime) of the tests / examples / scripts
+        # files read, the files giving collate_fn= / worker_init_fn= something with their words)
+        self._loader_fn_tables: Dict[str, Tuple["_DatasetText", List[Tuple[str, int, int]], Dict[Path, FrozenSet[str]]]] = {}
         self._statements: Dict[str, StatementMemo] = {}  # real path -> its definitions' summaries (update_text)
         # real path -> (the lines of the text last summarised by update_text, its top-level statements'
         # spans): an edit inside one definition is summarised from that definition alone
@@ -3131,18 +3134,32 @@ class ProjectIndex:
         key = ("loader_fn_files", top)
         if key not in self._memo:
             # the package's files that name a loader, as its text reading kept them; the others
-            # read here (not kept: most of them are never read again)
-            texts = list(self._dataset_text_table(qname).loader_texts)
+            # read here, their words kept while the files are unchanged (the language server asks
+            # again after every edit), their texts not
+            table = self._dataset_text_table(qname)
             init = self.path_for(top)
             bases = [init.parent.parent if init.name == "__init__.py" else init.parent] if init is not None else []
+            extra: List[Path] = []
             for r in dict.fromkeys(bases + [self.root]):
                 for d in ("tests", "test", "examples", "scripts"):
                     if (r / d).is_dir() and d != top:
-                        texts += [(p, self._read_text(p)) for p in _py_files_below(r / d)[:MAX_LOADER_FN_FILES]]
-            out: Dict[Path, FrozenSet[str]] = {}
-            for p, text in texts:
-                if "_fn" in text and _LOADER_FN_TEXT.search(text):
-                    out[p] = frozenset(_WORD.findall(text))
+                        extra += _py_files_below(r / d)[:MAX_LOADER_FN_FILES]
+            stamp: List[Tuple[str, int, int]] = []
+            for p in extra:
+                try:
+                    st = os.stat(p)
+                    stamp.append((str(p), st.st_size, st.st_mtime_ns))
+                except OSError:
+                    pass
+            kept = self._loader_fn_tables.get(top)
+            if kept is not None and kept[0] is table and kept[1] == stamp:
+                out = kept[2]
+            else:
+                out = {}
+                for p, text in list(table.loader_texts) + [(p, self._read_text(p)) for p in extra]:
+                    if "_fn" in text and _LOADER_FN_TEXT.search(text):
+                        out[p] = frozenset(_WORD.findall(text))
+                self._loader_fn_tables[top] = (table, stamp, out)
             self._memo[key] = out
         return self._memo[key]  # type: ignore[return-value]
 

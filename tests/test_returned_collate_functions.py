@@ -8,6 +8,7 @@ tmp-dir projects checked with the real CLI."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from tests.test_index import forksafe, positions, write
@@ -110,3 +111,29 @@ def test_the_test_file_itself_reports_nothing(tmp_path: Path) -> None:
     write(tmp_path, {"pyproject.toml": "", "proj/__init__.py": "", "proj/data.py": DATA, "tests/test_loaders.py": TESTS})
     r = forksafe(tmp_path, "tests/test_loaders.py", "--no-cache", "--select", "FRK201,FRK202")
     assert positions(r) == []
+
+
+def test_the_tests_directory_is_read_once_while_unchanged(tmp_path: Path, monkeypatch) -> None:
+    """The language server asks again after every edit (an edit forgets the index's answers): the
+    tests directory's files are read again only when one of them changed on disk."""
+    from flake8_forksafe.config import Config
+    from flake8_forksafe.index import ProjectIndex
+
+    write(tmp_path, {"pyproject.toml": "", "proj/__init__.py": "", "proj/data.py": DATA, "tests/test_loaders.py": TESTS})
+    ix = ProjectIndex(tmp_path, Config().knowledge)
+    ix.summary_of_path(str(tmp_path / "proj" / "data.py"))
+    reads: list = []
+    real = ProjectIndex._read_text
+    monkeypatch.setattr(ProjectIndex, "_read_text", staticmethod(lambda p: reads.append(p) or real(p)))
+    q = "proj.data.Rows.batch_padding_collator"
+    assert ix.loader_callable_user(q, "attr") == ("collate_fn", str(Path("tests/test_loaders.py")), 8)
+    first = sum(1 for p in reads if p.name == "test_loaders.py")
+    assert first == 1
+    ix._memo.clear()  # what an edit does
+    assert ix.loader_callable_user(q, "attr") is not None
+    assert sum(1 for p in reads if p.name == "test_loaders.py") == 1
+    (tmp_path / "tests" / "test_loaders.py").write_text(textwrap.dedent(TESTS).replace("num_workers=2, collate_fn=ds.batch", "num_workers=0, collate_fn=ds.batch"))
+    ix._memo.clear()
+    ix.update_text(str(tmp_path / "tests" / "test_loaders.py"), (tmp_path / "tests" / "test_loaders.py").read_text())
+    assert ix.loader_callable_user(q, "attr") is None
+    assert sum(1 for p in reads if p.name == "test_loaders.py") == 2
