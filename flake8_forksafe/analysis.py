@@ -1924,6 +1924,9 @@ class KeptHandle:
     # a handle a local function or lambda kept on the instance captures (``f = open(p); def load(i):
     # f.seek(i) ...; self.load = load``): "load()" / "a lambda" (no automatic fix)
     captured: str = ""
+    # kept under a condition: ``self.f = h5py.File(p) if p else None``, ``self.f = f or open(p)``
+    # (either branch may be the one that runs; no automatic fix)
+    conditional: bool = False
 
     @property
     def site(self) -> cst.Call:
@@ -2155,6 +2158,13 @@ def handle_source(a: Analysis, expr: Optional[cst.BaseExpression], fn: Optional[
         if inner is not None and inner[1].subscript:
             return inner[0], inner[1], False
         return None
+    if isinstance(expr, (cst.IfExp, cst.BooleanOperation)):
+        # `h5py.File(p) if p else None`, `f or open(p)`: either branch may be the one that runs
+        for part in (expr.body, expr.orelse) if isinstance(expr, cst.IfExp) else (expr.left, expr.right):
+            hit = handle_source(a, part, fn, depth + 1)
+            if hit is not None:
+                return hit[0], hit[1], False
+        return None
     if isinstance(expr, cst.Name) and fn is not None:
         if expr.value in fn.with_names:
             return None  # a `with` block closes it
@@ -2185,7 +2195,8 @@ def kept_handles(a: Analysis, sa: SelfAssign, fn: FuncInfo) -> List[KeptHandle]:
         # `self.x = self.x.begin()`-style chains on an attribute already reported are not new
         if isinstance(value, cst.Attribute) and fn.self_name and self_attr(value, fn.self_name):
             return []
-        return [KeptHandle(hit[0], hit[1], direct=hit[2] and sa.kind == "assign", container=sa.kind == "container")]
+        return [KeptHandle(hit[0], hit[1], direct=hit[2] and sa.kind == "assign", container=sa.kind == "container",
+                           conditional=isinstance(value, (cst.IfExp, cst.BooleanOperation)))]
     out: List[KeptHandle] = []
     for el in container_elements(value) or []:
         hit = handle_source(a, el, fn)

@@ -359,6 +359,8 @@ class DS(Dataset):
             return "the handle is kept in a container"
         if h.captured:
             return f"the handle is captured by {h.captured}, kept on the instance"
+        if h.conditional:
+            return "the handle is kept under a condition"
         if not h.direct:
             return self._plan_split(a, k, group)
         others = sorted({g.sa.attr for g in group if g.sa.attr != k.sa.attr})

@@ -74,6 +74,10 @@ def _classify(a: Analysis, value: Optional[cst.BaseExpression], fn: FuncInfo, de
         return []
     if isinstance(value, cst.GeneratorExp):
         return [Hit(value, "a generator expression", "generator", False)]
+    if isinstance(value, (cst.IfExp, cst.BooleanOperation)):
+        # ``queue.Queue(n) if prefetch else None``: either branch may be the one that runs
+        parts = (value.body, value.orelse) if isinstance(value, cst.IfExp) else (value.left, value.right)
+        return [Hit(h.node, h.label, h.kind, False, h.qname) for part in parts for h in _classify(a, part, fn, depth + 1)]
     if isinstance(value, cst.Name):
         name = value.value
         if name in fn.params or name in fn.local_assigns:
@@ -332,6 +336,8 @@ class DS(Dataset):
             return plan if lazy is None else lazy
         if hit.kind != "lazy":
             return "threads, pools and modules are not recreated automatically"
+        if isinstance(sa.value, (cst.IfExp, cst.BooleanOperation)) and sa.kind == "assign":
+            return "it is kept under a condition"
         if not hit.direct or sa.kind != "assign":
             return "it is not assigned directly to an attribute"
         if reads_attr(_with_referenced_methods(a, cls, parent), sa.attr):
@@ -343,7 +349,8 @@ class DS(Dataset):
     def message(cls: ClassInfo, fn: FuncInfo, sa: SelfAssign, hit: Hit, plan) -> str:
         owner = fn.cls.name if fn.cls is not None else cls.name
         where = "__init__" if fn.name == "__init__" else f"{fn.name}() on the parent side"
-        in_container = sa.kind == "container" or (sa.value is not hit.node and not isinstance(sa.value, cst.Name))
+        conditional = isinstance(sa.value, (cst.IfExp, cst.BooleanOperation))
+        in_container = sa.kind == "container" or (sa.value is not hit.node and not isinstance(sa.value, cst.Name) and not conditional)
         kept = f"a container on self.{sa.attr}" if in_container else f"self.{sa.attr}"
         if hit.kind == "module":
             why = "spawn workers cannot pickle a module"
