@@ -1812,6 +1812,18 @@ class _DatasetText:
         return got
 
 
+def _stamps(files: Iterable[Path]) -> List[Tuple[str, int, int]]:
+    """(path, size, mtime) of each file that can be read: what says a text reading is still true."""
+    out: List[Tuple[str, int, int]] = []
+    for p in files:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        out.append((str(p), st.st_size, st.st_mtime_ns))
+    return out
+
+
 def _py_files_below(d: Path) -> List[Path]:
     """The ``.py`` files below the directory ``d``, sorted, none in a hidden directory near them."""
     return sorted(p for p in d.rglob("*.py") if not any(x.startswith(".") for x in p.parts[-4:-1]))
@@ -2942,13 +2954,7 @@ class ProjectIndex:
         got = self._memo.get(key)
         if got is None:  # kept across the answers a replaced summary forgets while no file changed on disk
             files = self._package_files(qname)
-            stamp = []
-            for p in files:
-                try:
-                    st = os.stat(p)
-                    stamp.append((str(p), st.st_size, st.st_mtime_ns))
-                except OSError:
-                    pass
+            stamp = _stamps(files)
             kept = self._text_tables.get(top)
             if kept is not None and kept[0] == stamp:
                 got = kept[1]
@@ -3144,13 +3150,7 @@ class ProjectIndex:
                 for d in ("tests", "test", "examples", "scripts"):
                     if (r / d).is_dir() and d != top:
                         extra += _py_files_below(r / d)[:MAX_LOADER_FN_FILES]
-            stamp: List[Tuple[str, int, int]] = []
-            for p in extra:
-                try:
-                    st = os.stat(p)
-                    stamp.append((str(p), st.st_size, st.st_mtime_ns))
-                except OSError:
-                    pass
+            stamp = _stamps(extra)
             kept = self._loader_fn_tables.get(top)
             if kept is not None and kept[0] is table and kept[1] == stamp:
                 out = kept[2]
