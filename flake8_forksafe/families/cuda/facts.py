@@ -92,9 +92,9 @@ class CudaUse:
         return f" ({name} may be a CUDA device: {path}:{line})"
 
 
-def _origin_of(a: Analysis, arg: cst.Arg, fn: Optional[FuncInfo]) -> Optional[Tuple[str, str, int]]:
-    got = a.cuda_value(arg.value, fn)
-    return got if got is not None and got[1] else None
+def _elsewhere(got: Tuple[str, str, int]) -> Optional[Tuple[str, str, int]]:
+    """What ``Analysis.cuda_value`` found, when another module of the project decided it."""
+    return got if got[1] else None
 
 
 def _project_device(a: Analysis, site: CallSite, key: str) -> Optional[Tuple[str, str, int]]:
@@ -172,8 +172,9 @@ def cuda_uses(
                 use = CudaUse(call, "method")
         elif isinstance(f, cst.Attribute) and f.attr.value in k.move_methods and not a.is_module_object(f.value):
             arg = _device_arg(call)
-            if arg is not None and a.is_cuda_value(arg.value, fn):
-                use = CudaUse(call, "move", arg, origin=_origin_of(a, arg, fn))
+            got = a.cuda_value(arg.value, fn) if arg is not None else None
+            if got is not None:
+                use = CudaUse(call, "move", arg, origin=_elsewhere(got))
         if use is None and q in k.default_device_setters and call.args:
             arg = keyword(call, "device") or call.args[0]
             if worker and (a.is_cuda_value(arg.value, fn) or _is_cuda_type(a, arg.value)):
@@ -183,8 +184,9 @@ def cuda_uses(
         if use is None:
             for arg in call.args:
                 if arg.keyword is not None and arg.keyword.value in k.device_keywords:
-                    if a.is_cuda_value(arg.value, fn):
-                        use = CudaUse(call, "keyword", arg, q, origin=_origin_of(a, arg, fn))
+                    got = a.cuda_value(arg.value, fn)
+                    if got is not None:
+                        use = CudaUse(call, "keyword", arg, q, origin=_elsewhere(got))
                         break
             if use is not None and a.index is not None:
                 goes = _project_device(a, site, use.arg.keyword.value)  # type: ignore[union-attr]

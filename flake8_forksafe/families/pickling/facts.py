@@ -239,14 +239,6 @@ class Keeper:
             go(v, None, name, lam)
 
 
-def _is_property(fn: FuncInfo) -> bool:
-    """A method decorated ``@property`` / ``@functools.cached_property``: read, not called."""
-    decorators = getattr(fn.node, "decorators", ())
-    return fn.cls is not None and any(
-        (dotted(d.decorator) or "").rsplit(".", 1)[-1] in ("property", "cached_property") for d in decorators
-    )
-
-
 def closure_factory(a: Analysis, call: cst.Call, scope: Optional[FuncInfo]) -> Optional[FuncInfo]:
     """The same-file function ``call`` runs when it may return a closure: a module-level function
     (``make_transform(size)``), or a method, staticmethod or classmethod of a class of the file
@@ -643,7 +635,7 @@ class Sinks:
                 continue
             # rarely kept or given to a loader: asked before the return values are read
             got = a.index.callable_keepers(q)
-            prop = _is_property(fn)
+            prop = fn.cls is not None and fn.name in fn.cls.properties  # @property / cached_property
             user = a.index.loader_callable_user(q, "attr" if prop else "call") if got is None else None
             if got is None and user is None:
                 continue
